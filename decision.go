@@ -1,0 +1,67 @@
+package sluice
+
+import (
+	"context"
+	"time"
+)
+
+// Decision is the outcome of one call to [Limiter.AllowN].
+//
+// A denial is a Decision with Allowed false, never an error: an error means
+// that no decision could be made.
+type Decision struct {
+	// Allowed reports whether the request may proceed. For a peek (n == 0)
+	// it reports whether a request of cost 1 would be allowed now.
+	Allowed bool
+	// Limit is the limit the decision was made against.
+	Limit Limit
+	// Remaining is how many more cost units would be allowed right now,
+	// after this request: a request of cost Remaining or less made now,
+	// with nothing else consumed meanwhile, is allowed. Never negative.
+	Remaining int64
+	// RetryAfter is zero when Allowed. When denied, it is how long to wait
+	// before the same request would be allowed, rounded up, if nothing else
+	// consumes meanwhile.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the limit is back to its full state
+	// (Remaining == Burst), rounded up.
+	ResetAfter time.Duration
+}
+
+// Limiter decides whether a request of cost n against key fits limit.
+//
+// The limit travels with each call, so per-tenant quotas need no new
+// limiter and decorators can rescale it. n == 0 peeks: it reports the
+// current state without consuming anything. Implementations are safe for
+// concurrent use.
+//
+// AllowN returns an error only when no decision could be made: invalid
+// input (errors.Is with [ErrInvalidLimit], [ErrInvalidCost],
+// [ErrInvalidKey]) or a store failure.
+type Limiter interface {
+	AllowN(ctx context.Context, key string, limit Limit, n int64) (Decision, error)
+}
+
+// Allow is shorthand for l.AllowN(ctx, key, limit, 1).
+func Allow(ctx context.Context, l Limiter, key string, limit Limit) (Decision, error) {
+	return l.AllowN(ctx, key, limit, 1)
+}
+
+// Peek is shorthand for l.AllowN(ctx, key, limit, 0): the current state of
+// key, consuming nothing.
+func Peek(ctx context.Context, l Limiter, key string, limit Limit) (Decision, error) {
+	return l.AllowN(ctx, key, limit, 0)
+}
+
+// Clock tells the time. Limiters take one with a WithClock option to send
+// their own time to the script instead of using the Redis server's clock;
+// tests inject a fake one.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the Clock that reads time.Now.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }

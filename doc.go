@@ -1,0 +1,23 @@
+// Package sluice is a distributed rate limiter on Redis.
+//
+// Per-pod limiters break when a service scales out: each replica counts on
+// its own, so the effective limit grows with the replica count. Sluice keeps
+// one shared bucket per key (client, tenant, route) in Redis, checked and
+// updated atomically by one Lua script per decision, against the Redis
+// server's clock.
+//
+// The root package holds the vocabulary every other package shares and
+// depends on the standard library only:
+//
+//   - [Limit]: Rate events per Period with bursts up to Burst.
+//   - [Decision]: the outcome of one call. A denial is a Decision, not an error.
+//   - [Limiter]: the one-method interface every algorithm and decorator implements.
+//   - [Store]: the one-method interface every backend implements; it runs a
+//     [Script] atomically and returns integer replies.
+//   - [Key]: builds Redis Cluster safe keys from user-supplied parts.
+//   - Sentinel errors ([ErrInvalidLimit], [ErrInvalidCost], [ErrInvalidKey],
+//     [ErrUnexpectedReply]) checked with errors.Is.
+//
+// Algorithms live in algorithms/..., backends in store/..., and the shared
+// conformance suite and Redis test harness in sluicetest.
+package sluice

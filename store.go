@@ -1,0 +1,68 @@
+package sluice
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"time"
+)
+
+// Store runs a [Script] atomically and returns its integer replies.
+//
+// Redis backends send EVALSHA and fall back to one EVAL when the server
+// answers NOSCRIPT (after a restart, a failover or SCRIPT FLUSH), so a lost
+// script cache costs one extra round trip, never an error. In-process
+// backends run the script's [LocalFunc] instead of its Lua source.
+//
+// Every key a script touches must hash to the same Redis Cluster slot; build
+// keys with [Key]. Backends never dial, never close the caller's client and
+// do no I/O in their constructors.
+type Store interface {
+	Run(ctx context.Context, script *Script, keys []string, args []int64) ([]int64, error)
+}
+
+// Script is a Lua script paired with its in-process twin.
+//
+// Source is run by Redis backends; Local by in-process backends. The two
+// must agree on every input: the conformance suite in sluicetest checks it.
+type Script struct {
+	source string
+	sha1   string
+	local  LocalFunc
+}
+
+// NewScript returns a Script for the Lua source and its Go twin. local may
+// be nil for a script that only runs on Redis.
+func NewScript(source string, local LocalFunc) *Script {
+	sum := sha1.Sum([]byte(source))
+	return &Script{source: source, sha1: hex.EncodeToString(sum[:]), local: local}
+}
+
+// Source returns the Lua source.
+func (s *Script) Source() string { return s.source }
+
+// SHA1 returns the hex SHA1 of the source, as EVALSHA expects.
+func (s *Script) SHA1() string { return s.sha1 }
+
+// Local returns the in-process twin of the script, or nil.
+func (s *Script) Local() LocalFunc { return s.local }
+
+// LocalFunc runs a script's logic in process. It reads and writes state
+// through tx, which the store holds exclusively for the duration of the
+// call (the in-process equivalent of a script's atomicity). It returns the
+// same replies as the Lua script, or an error where the script would reply
+// with one.
+type LocalFunc func(tx LocalTx, keys []string, args []int64) ([]int64, error)
+
+// LocalTx is the state an in-process store lends to a [LocalFunc].
+type LocalTx interface {
+	// NowMicros is the store's clock in Unix microseconds: the in-process
+	// equivalent of Redis TIME.
+	NowMicros() int64
+	// Get returns the integer stored at key, if any and not expired.
+	Get(key string) (int64, bool)
+	// Set stores v at key, expiring after ttl.
+	Set(key string, v int64, ttl time.Duration)
+	// Del removes key.
+	Del(key string)
+}

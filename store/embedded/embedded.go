@@ -1,0 +1,68 @@
+// Package embedded is Sluice's zero-setup default: it starts an in-process
+// Redis (miniredis) on a loopback port and returns a [sluice.Store] on it.
+//
+// The scripts run as Lua, exactly as they would on Redis, so an application
+// can start on the embedded store and move to a real Redis by changing one
+// line. It is meant for demos, examples, tests and single-process services:
+// state lives in the process's memory and is lost when it exits, and
+// miniredis runs gopher-lua rather than Redis's own Lua, so it is never proof
+// of behaviour on a real server (the real-Redis test tier is).
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/goredisstore"
+)
+
+// Store is a [sluice.Store] on an in-process miniredis. Close it to stop
+// the server.
+type Store struct {
+	server *miniredis.Miniredis
+	client *redis.Client
+	store  *goredisstore.Store
+}
+
+var _ sluice.Store = (*Store)(nil)
+
+// Start starts a miniredis on a free loopback port and returns a Store on
+// it. Unlike other constructors it does I/O, hence the name.
+func Start() (*Store, error) {
+	server := miniredis.NewMiniRedis()
+	if err := server.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("embedded: start miniredis: %w", err)
+	}
+	client := redis.NewClient(&redis.Options{
+		Addr:       server.Addr(),
+		MaxRetries: -1, // a retried script could charge twice
+	})
+	return &Store{server: server, client: client, store: goredisstore.New(client)}, nil
+}
+
+// Run runs script on the embedded server.
+func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
+	return s.store.Run(ctx, script, keys, args)
+}
+
+// Addr returns the embedded server's address, for a redis-cli or a second
+// client.
+func (s *Store) Addr() string { return s.server.Addr() }
+
+// Server returns the miniredis instance, for tests that inspect keys or move
+// its clock.
+func (s *Store) Server() *miniredis.Miniredis { return s.server }
+
+// Close closes the client and stops the server.
+func (s *Store) Close() error {
+	err := s.client.Close()
+	s.server.Close()
+	if err != nil {
+		return errors.Join(errors.New("embedded: close client"), err)
+	}
+	return nil
+}

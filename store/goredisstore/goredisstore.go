@@ -1,0 +1,102 @@
+// Package goredisstore is a [sluice.Store] over go-redis v9.
+//
+// It accepts any [redis.Scripter]: *redis.Client, *redis.ClusterClient,
+// *redis.Ring and the Sentinel-backed failover clients. Each Run is one
+// EVALSHA; when the server answers NOSCRIPT (after a restart, a failover or
+// SCRIPT FLUSH) the store sends the script once with EVAL, so a lost script
+// cache costs one extra round trip and never an error.
+//
+// The store never dials, never closes the caller's client and does no I/O
+// in [New]. See docs/failure.md for the client settings that matter to a
+// rate limiter (timeouts; MaxRetries, since a retried script can charge a
+// request twice; ContextTimeoutEnabled).
+package goredisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
+)
+
+// Store runs Sluice scripts on a go-redis client. It is safe for concurrent
+// use.
+type Store struct {
+	client redis.Scripter
+}
+
+var _ sluice.Store = (*Store)(nil)
+
+// Option configures a [Store]. There are none yet; the parameter keeps the
+// constructor stable.
+type Option interface{ apply(*Store) }
+
+// New returns a Store on client. It does no I/O and never closes client.
+// A nil client makes every Run fail with an error.
+func New(client redis.Scripter, opts ...Option) *Store {
+	s := &Store{client: client}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(s)
+		}
+	}
+	return s
+}
+
+// Run runs script with EVALSHA, and once with EVAL if the server does not
+// have it cached.
+func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
+	if s.client == nil {
+		return nil, errors.New("goredisstore: nil client")
+	}
+	argv := make([]any, len(args))
+	for i, a := range args {
+		argv[i] = a
+	}
+	res, err := s.client.EvalSha(ctx, script.SHA1(), keys, argv...).Result()
+	if err != nil && isNoScript(err) {
+		res, err = s.client.Eval(ctx, script.Source(), keys, argv...).Result()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("goredisstore: %w", err)
+	}
+	return intReplies(res)
+}
+
+// Load loads scripts into the server's script cache ahead of the first
+// call (on a ClusterClient, into every primary), so that a pipeline or the
+// first request after start does not pay the NOSCRIPT round trip.
+func (s *Store) Load(ctx context.Context, scripts ...*sluice.Script) error {
+	if s.client == nil {
+		return errors.New("goredisstore: nil client")
+	}
+	for _, sc := range scripts {
+		if err := s.client.ScriptLoad(ctx, sc.Source()).Err(); err != nil {
+			return fmt.Errorf("goredisstore: load script %s: %w", sc.SHA1(), err)
+		}
+	}
+	return nil
+}
+
+func isNoScript(err error) bool {
+	return strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+func intReplies(res any) ([]int64, error) {
+	arr, ok := res.([]any)
+	if !ok {
+		return nil, fmt.Errorf("goredisstore: %w: reply is %T, want an array", sluice.ErrUnexpectedReply, res)
+	}
+	out := make([]int64, len(arr))
+	for i, v := range arr {
+		n, ok := v.(int64)
+		if !ok {
+			return nil, fmt.Errorf("goredisstore: %w: reply element %d is %T, want an integer", sluice.ErrUnexpectedReply, i, v)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
