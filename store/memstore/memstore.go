@@ -128,6 +128,16 @@ func (s *Store) Len() int {
 	return n
 }
 
+// Value returns the integer stored at key, and false if it is missing or
+// expired.
+func (s *Store) Value(key string) (int64, bool) {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := tx{store: s, now: s.clock.Now().UnixMicro()}
+	return t.Get(key)
+}
+
 // TTL returns the time left before key expires, and false if it is missing.
 func (s *Store) TTL(key string) (time.Duration, bool) {
 	sh := s.shardOf(key)

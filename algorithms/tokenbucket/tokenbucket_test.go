@@ -1,0 +1,11 @@
+package tokenbucket_test
+
+import (
+	"testing"
+
+	"github.com/sluicehq/sluice/sluicetest"
+)
+
+func TestMain(m *testing.M) { sluicetest.Main(m) }
+
+func TestConformance(t *testing.T) { sluicetest.RunAllTiers(t) }

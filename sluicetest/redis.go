@@ -1,0 +1,321 @@
+package sluicetest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// RequireRedisEnv is the environment variable that turns a missing
+// redis-server into a test failure instead of a skip.
+const RequireRedisEnv = "SLUICE_REQUIRE_REDIS"
+
+// RequireRedisServer returns the path of redis-server. When it is missing
+// the test skips, or fails if SLUICE_REQUIRE_REDIS=1.
+func RequireRedisServer(tb testing.TB) string {
+	tb.Helper()
+	path, err := exec.LookPath("redis-server")
+	if err == nil {
+		return path
+	}
+	if os.Getenv(RequireRedisEnv) == "1" {
+		tb.Fatalf("redis-server not found on PATH and %s=1: install it (Debian: apt-get install redis-server)", RequireRedisEnv)
+	}
+	tb.Skipf("redis-server not found on PATH: skipping the real-Redis tier (set %s=1 to fail instead)", RequireRedisEnv)
+	return ""
+}
+
+// RedisServer is a throwaway redis-server process on a loopback port,
+// started by the tests so that they can kill, stall, restart and flush it.
+// It keeps nothing on disk.
+type RedisServer struct {
+	path string
+	port int
+	dir  string
+	args []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// StartRedis starts a redis-server on a free loopback port, with extra
+// configuration arguments (such as "--maxmemory", "1mb"), and registers
+// its shutdown with tb.Cleanup.
+func StartRedis(tb testing.TB, extraArgs ...string) *RedisServer {
+	tb.Helper()
+	path := RequireRedisServer(tb)
+	s, err := startRedis(path, tb.TempDir(), extraArgs)
+	if err != nil {
+		tb.Fatalf("start redis-server: %v", err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+func startRedis(path, dir string, extraArgs []string) (*RedisServer, error) {
+	var lastErr error
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s := &RedisServer{path: path, port: port, dir: dir, args: extraArgs}
+		if lastErr = s.start(); lastErr == nil {
+			return s, nil
+		}
+	}
+	return nil, lastErr
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *RedisServer) start() error {
+	args := append([]string{
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--logfile", "",
+		"--loglevel", "warning",
+	}, s.args...)
+	cmd := exec.Command(s.path, args...)
+	cmd.Stdout = nil
+	cmd.Stderr = nil
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", s.path, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return fmt.Errorf("redis-server on port %d exited at start", s.port)
+		default:
+		}
+		if err := s.Ping(); err == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.signal(syscall.SIGKILL)
+	<-done
+	return fmt.Errorf("redis-server on port %d did not answer PING within 10s", s.port)
+}
+
+// Addr returns "127.0.0.1:port".
+func (s *RedisServer) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// URL returns "redis://127.0.0.1:port/0".
+func (s *RedisServer) URL() string { return "redis://" + s.Addr() + "/0" }
+
+// Pid returns the process id of the running server, or 0.
+func (s *RedisServer) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Ping sends PING on a new connection and expects PONG.
+func (s *RedisServer) Ping() error {
+	_, err := s.Do("PING")
+	return err
+}
+
+// Do sends one command on a new connection and returns the first line of
+// the reply (without its type byte for simple strings and integers, and
+// the full payload for a bulk string). Tests use it for administration
+// (FLUSHALL, SCRIPT FLUSH, INFO) independently of the clients under test.
+func (s *RedisServer) Do(args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("empty reply")
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return "", errors.New(line[1:])
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", err
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	}
+	return line, nil
+}
+
+// Info returns the named field of INFO section (such as "used_memory" of
+// "memory").
+func (s *RedisServer) Info(section, field string) (string, error) {
+	out, err := s.Do("INFO", section)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(out, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("INFO %s has no field %s", section, field)
+}
+
+// Kill sends SIGKILL and waits for the process to exit: a crash.
+func (s *RedisServer) Kill() {
+	s.signal(syscall.SIGKILL)
+	s.wait()
+}
+
+// Stall sends SIGSTOP: the server keeps its connections but answers
+// nothing until [RedisServer.Resume].
+func (s *RedisServer) Stall() { s.signal(syscall.SIGSTOP) }
+
+// Resume sends SIGCONT to a stalled server.
+func (s *RedisServer) Resume() { s.signal(syscall.SIGCONT) }
+
+// Restart stops the server (SIGTERM, or SIGKILL after 5 s) if it runs, and
+// starts a fresh one, empty, on the same port.
+func (s *RedisServer) Restart() error {
+	s.Stop()
+	return s.start()
+}
+
+// Stop stops the server: SIGCONT (in case it is stalled), SIGTERM, and
+// SIGKILL if it has not exited after 5 s. It is safe to call twice.
+func (s *RedisServer) Stop() {
+	s.signal(syscall.SIGCONT)
+	s.signal(syscall.SIGTERM)
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		s.signal(syscall.SIGKILL)
+		<-done
+	}
+}
+
+func (s *RedisServer) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil && s.cmd.Process != nil {
+		select {
+		case <-s.done:
+		default:
+			_ = s.cmd.Process.Signal(sig)
+		}
+	}
+}
+
+func (s *RedisServer) wait() {
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// shared is the redis-server shared by the tests of one package.
+var shared struct {
+	once   sync.Once
+	server *RedisServer
+	err    error
+	dir    string
+}
+
+// SharedRedis returns the redis-server shared by the tests of this test
+// binary, starting it on first use. The package's TestMain must call
+// [Main] so that it is stopped when the tests end. Tests that share it use
+// distinct keys (see [UniqueKey]) and must not flush, kill or reconfigure
+// it; tests that do start their own with [StartRedis].
+func SharedRedis(tb testing.TB) *RedisServer {
+	tb.Helper()
+	path := RequireRedisServer(tb)
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "sluicetest-redis-")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.dir = dir
+		shared.server, shared.err = startRedis(path, dir, nil)
+	})
+	if shared.err != nil {
+		tb.Fatalf("start shared redis-server: %v", shared.err)
+	}
+	return shared.server
+}
+
+// Main runs the tests of a package and then stops the shared redis-server,
+// if one was started. Call it from TestMain: func TestMain(m *testing.M) {
+// sluicetest.Main(m) }.
+func Main(m *testing.M) {
+	code := m.Run()
+	if shared.server != nil {
+		shared.server.Stop()
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// UniqueKey returns a key prefix unique to tb, so that tests sharing one
+// server do not see each other's keys.
+func UniqueKey(tb testing.TB) string {
+	return fmt.Sprintf("t:%d:%s", time.Now().UnixNano(), tb.Name())
+}

@@ -1,0 +1,120 @@
+package sluicetest
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/embedded"
+	"github.com/sluicehq/sluice/store/goredisstore"
+	"github.com/sluicehq/sluice/store/memstore"
+	"github.com/sluicehq/sluice/store/rueidisstore"
+)
+
+// MemTier is the pure-Go tier: the scripts' Go twins on an in-process
+// store.
+func MemTier(t *testing.T) Tier {
+	s := memstore.New()
+	return Tier{
+		Name:  "memstore",
+		Store: s,
+		Get: func(_ context.Context, key string) (string, bool, error) {
+			v, ok := s.Value(key)
+			return strconv.FormatInt(v, 10), ok, nil
+		},
+		TTL: func(_ context.Context, key string) (time.Duration, bool, error) {
+			d, ok := s.TTL(key)
+			return d, ok, nil
+		},
+	}
+}
+
+// MiniredisTier is the Lua scripts on the embedded miniredis.
+func MiniredisTier(t *testing.T) Tier {
+	s, err := embedded.Start()
+	if err != nil {
+		t.Fatalf("start embedded store: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	client := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	tier := goRedisInspect(client)
+	tier.Name = "miniredis"
+	tier.Store = s
+	return tier
+}
+
+// GoRedisTier is the Lua scripts on a real redis-server through go-redis.
+func GoRedisTier(t *testing.T, server *RedisServer) Tier {
+	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	tier := goRedisInspect(client)
+	tier.Name = "redis/go-redis"
+	tier.Store = goredisstore.New(client)
+	return tier
+}
+
+// RueidisTier is the Lua scripts on a real redis-server through rueidis.
+func RueidisTier(t *testing.T, server *RedisServer) Tier {
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatalf("rueidis client: %v", err)
+	}
+	t.Cleanup(client.Close)
+	inspect := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = inspect.Close() })
+	tier := goRedisInspect(inspect)
+	tier.Name = "redis/rueidis"
+	tier.Store = rueidisstore.New(client)
+	return tier
+}
+
+// goRedisInspect fills Get, TTL and Raw from a go-redis client.
+func goRedisInspect(c *redis.Client) Tier {
+	return Tier{
+		Get: func(ctx context.Context, key string) (string, bool, error) {
+			v, err := c.Get(ctx, key).Result()
+			if errors.Is(err, redis.Nil) {
+				return "", false, nil
+			}
+			return v, err == nil, err
+		},
+		TTL: func(ctx context.Context, key string) (time.Duration, bool, error) {
+			d, err := c.PTTL(ctx, key).Result()
+			if err != nil || d < 0 {
+				return 0, false, err
+			}
+			return d, true, nil
+		},
+		Raw: func(ctx context.Context, script *sluice.Script, keys []string, args ...string) ([]int64, error) {
+			argv := make([]any, len(args))
+			for i, a := range args {
+				argv[i] = a
+			}
+			res, err := c.Eval(ctx, script.Source(), keys, argv...).Int64Slice()
+			return res, err
+		},
+	}
+}
+
+// RunAllTiers runs the conformance suite on every tier: the in-process
+// model, miniredis, and a real redis-server (the package's shared one)
+// through go-redis and rueidis.
+func RunAllTiers(t *testing.T) {
+	t.Run("memstore", func(t *testing.T) { RunConformance(t, MemTier) })
+	t.Run("miniredis", func(t *testing.T) { RunConformance(t, MiniredisTier) })
+	t.Run("redis/go-redis", func(t *testing.T) {
+		server := SharedRedis(t)
+		RunConformance(t, func(t *testing.T) Tier { return GoRedisTier(t, server) })
+	})
+	t.Run("redis/rueidis", func(t *testing.T) {
+		server := SharedRedis(t)
+		RunConformance(t, func(t *testing.T) Tier { return RueidisTier(t, server) })
+	})
+}
