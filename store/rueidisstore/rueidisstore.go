@@ -70,9 +70,12 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 	if rerr, ok := rueidis.IsRedisErr(res.Error()); ok && rerr.IsNoScript() {
 		res = s.client.Do(ctx, b.Eval().Script(script.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build())
 	}
+	if err := res.Error(); err != nil {
+		return nil, fmt.Errorf("rueidisstore: %w", err)
+	}
 	arr, err := res.ToArray()
 	if err != nil {
-		return nil, fmt.Errorf("rueidisstore: %w", err)
+		return nil, fmt.Errorf("rueidisstore: %w: %w", sluice.ErrUnexpectedReply, err)
 	}
 	out := make([]int64, len(arr))
 	for i := range arr {

@@ -1,0 +1,108 @@
+package goredisstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/store/goredisstore"
+)
+
+func TestMain(m *testing.M) { sluicetest.Main(m) }
+
+func newClient(t *testing.T, server *sluicetest.RedisServer) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestConformance(t *testing.T) {
+	server := sluicetest.SharedRedis(t)
+	sluicetest.RunConformance(t, func(t *testing.T) sluicetest.Tier { return sluicetest.GoRedisTier(t, server) })
+}
+
+func TestScriptCacheLoss(t *testing.T) {
+	sluicetest.RunScriptCacheLoss(t, func(t *testing.T, server *sluicetest.RedisServer) sluice.Store {
+		return goredisstore.New(newClient(t, server))
+	})
+}
+
+func TestLoadPreloadsScripts(t *testing.T) {
+	server := sluicetest.StartRedis(t)
+	c := newClient(t, server)
+	s := goredisstore.New(c)
+	require.NoError(t, s.Load(t.Context(), tokenbucket.Script))
+	exists, err := c.ScriptExists(t.Context(), tokenbucket.Script.SHA1()).Result()
+	require.NoError(t, err)
+	require.Equal(t, []bool{true}, exists)
+	l, err := tokenbucket.New(s)
+	require.NoError(t, err)
+	_, err = l.AllowN(t.Context(), "k", sluice.PerSecond(1), 1)
+	require.NoError(t, err)
+	_, err = server.Info("commandstats", "cmdstat_eval")
+	require.Error(t, err, "no EVAL: the script was cached")
+}
+
+func TestErrors(t *testing.T) {
+	server := sluicetest.SharedRedis(t)
+	c := newClient(t, server)
+	s := goredisstore.New(c)
+	l, err := tokenbucket.New(s)
+	require.NoError(t, err)
+	key := sluicetest.UniqueKey(t)
+
+	t.Run("a key holding another type is an error, not a decision", func(t *testing.T) {
+		require.NoError(t, c.HSet(t.Context(), key+":hash", "f", "v").Err())
+		_, err := l.AllowN(t.Context(), key+":hash", sluice.PerSecond(1), 1)
+		require.ErrorContains(t, err, "WRONGTYPE")
+	})
+	t.Run("a key holding foreign data", func(t *testing.T) {
+		require.NoError(t, c.Set(t.Context(), key+":junk", "not a number", 0).Err())
+		_, err := l.AllowN(t.Context(), key+":junk", sluice.PerSecond(1), 1)
+		require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
+	})
+	t.Run("a cancelled context", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := l.AllowN(ctx, key, sluice.PerSecond(1), 1)
+		require.ErrorIs(t, err, context.Canceled)
+	})
+	t.Run("a reply of the wrong shape", func(t *testing.T) {
+		bogus := sluice.NewScript("return 'hello'", nil)
+		_, err := s.Run(t.Context(), bogus, []string{key}, nil)
+		require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
+		bogus = sluice.NewScript("return {1, 'x'}", nil)
+		_, err = s.Run(t.Context(), bogus, []string{key}, nil)
+		require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
+	})
+	t.Run("nil client", func(t *testing.T) {
+		_, err := goredisstore.New(nil).Run(t.Context(), tokenbucket.Script, []string{key}, []int64{1, 1000000, 1, 1})
+		require.Error(t, err)
+	})
+	t.Run("a dead server is an error within the client's timeout", func(t *testing.T) {
+		dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+		t.Cleanup(func() { _ = dead.Close() })
+		l, err := tokenbucket.New(goredisstore.New(dead))
+		require.NoError(t, err)
+		_, err = l.AllowN(t.Context(), key, sluice.PerSecond(1), 1)
+		require.Error(t, err)
+		require.False(t, errors.Is(err, sluice.ErrInvalidLimit))
+	})
+}
+
+func TestClusterClientIsAScripter(t *testing.T) {
+	// The store accepts every go-redis client kind; this is checked at
+	// compile time, Cluster behaviour is tested against a real cluster.
+	var _ redis.Scripter = (*redis.ClusterClient)(nil)
+	var _ redis.Scripter = (*redis.Ring)(nil)
+	failover := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { _ = failover.Close() })
+	_ = goredisstore.New(failover)
+}

@@ -1,0 +1,92 @@
+package rueidisstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/store/rueidisstore"
+)
+
+func TestMain(m *testing.M) { sluicetest.Main(m) }
+
+func newClient(t *testing.T, server *sluicetest.RedisServer) rueidis.Client {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestConformance(t *testing.T) {
+	server := sluicetest.SharedRedis(t)
+	sluicetest.RunConformance(t, func(t *testing.T) sluicetest.Tier { return sluicetest.RueidisTier(t, server) })
+}
+
+func TestScriptCacheLoss(t *testing.T) {
+	sluicetest.RunScriptCacheLoss(t, func(t *testing.T, server *sluicetest.RedisServer) sluice.Store {
+		return rueidisstore.New(newClient(t, server))
+	})
+}
+
+func TestLoadPreloadsScripts(t *testing.T) {
+	server := sluicetest.StartRedis(t)
+	c := newClient(t, server)
+	s := rueidisstore.New(c)
+	require.NoError(t, s.Load(t.Context(), tokenbucket.Script))
+	exists, err := c.Do(t.Context(), c.B().ScriptExists().Sha1(tokenbucket.Script.SHA1()).Build()).AsIntSlice()
+	require.NoError(t, err)
+	require.Equal(t, []int64{1}, exists)
+	l, err := tokenbucket.New(s)
+	require.NoError(t, err)
+	_, err = l.AllowN(t.Context(), "k", sluice.PerSecond(1), 1)
+	require.NoError(t, err)
+	_, err = server.Info("commandstats", "cmdstat_eval")
+	require.Error(t, err, "no EVAL: the script was cached")
+}
+
+func TestErrors(t *testing.T) {
+	server := sluicetest.SharedRedis(t)
+	c := newClient(t, server)
+	s := rueidisstore.New(c)
+	l, err := tokenbucket.New(s)
+	require.NoError(t, err)
+	key := sluicetest.UniqueKey(t)
+
+	t.Run("a key holding another type is an error, not a decision", func(t *testing.T) {
+		require.NoError(t, c.Do(t.Context(), c.B().Hset().Key(key+":hash").FieldValue().FieldValue("f", "v").Build()).Error())
+		_, err := l.AllowN(t.Context(), key+":hash", sluice.PerSecond(1), 1)
+		require.ErrorContains(t, err, "WRONGTYPE")
+	})
+	t.Run("a key holding foreign data", func(t *testing.T) {
+		require.NoError(t, c.Do(t.Context(), c.B().Set().Key(key+":junk").Value("not a number").Build()).Error())
+		_, err := l.AllowN(t.Context(), key+":junk", sluice.PerSecond(1), 1)
+		require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
+	})
+	t.Run("a cancelled context", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := l.AllowN(ctx, key, sluice.PerSecond(1), 1)
+		require.ErrorIs(t, err, context.Canceled)
+	})
+	t.Run("a reply of the wrong shape", func(t *testing.T) {
+		_, err := s.Run(t.Context(), sluice.NewScript("return 'hello'", nil), []string{key}, nil)
+		require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
+		_, err = s.Run(t.Context(), sluice.NewScript("return {1, 'x'}", nil), []string{key}, nil)
+		require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
+	})
+	t.Run("keys in different slots are an error, not a panic", func(t *testing.T) {
+		_, err := s.Run(t.Context(), tokenbucket.Script, []string{sluice.Key("a"), sluice.Key("b")}, []int64{1, 1000000, 1, 1})
+		require.ErrorIs(t, err, rueidisstore.ErrCrossSlot)
+		_, err = s.Run(t.Context(), sluice.NewScript("return {#KEYS}", nil), []string{sluice.Key("a", "x"), sluice.Key("a", "y")}, nil)
+		require.NoError(t, err, "keys sharing a tag share a slot")
+	})
+	t.Run("nil client", func(t *testing.T) {
+		_, err := rueidisstore.New(nil).Run(t.Context(), tokenbucket.Script, []string{key}, []int64{1, 1000000, 1, 1})
+		require.Error(t, err)
+	})
+}
