@@ -128,6 +128,19 @@ func (s *Store) Len() int {
 	return n
 }
 
+// Entries returns the number of entries held, expired or not: what the
+// store costs in memory until the next sweep.
+func (s *Store) Entries() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.entries)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
 // Value returns the integer stored at key, and false if it is missing or
 // expired.
 func (s *Store) Value(key string) (int64, bool) {

@@ -1,0 +1,107 @@
+package memstore_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/store/memstore"
+)
+
+// counter is a test script: it adds args[0] to every key and returns the
+// new values, with a TTL of args[1] milliseconds.
+var counter = sluice.NewScript("-- test only", func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	out := make([]int64, len(keys))
+	for i, k := range keys {
+		v, _ := tx.Get(k)
+		v += args[0]
+		tx.Set(k, v, time.Duration(args[1])*time.Millisecond)
+		out[i] = v
+	}
+	return out, nil
+})
+
+func TestExpiry(t *testing.T) {
+	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
+	s := memstore.New(memstore.WithClock(clock))
+	ctx := t.Context()
+	got, err := s.Run(ctx, counter, []string{"a"}, []int64{5, 1000})
+	require.NoError(t, err)
+	require.Equal(t, []int64{5}, got)
+	ttl, ok := s.TTL("a")
+	require.True(t, ok)
+	require.Equal(t, time.Second, ttl)
+
+	clock.Advance(999 * time.Millisecond)
+	v, ok := s.Value("a")
+	require.True(t, ok)
+	require.Equal(t, int64(5), v)
+
+	clock.Advance(time.Millisecond)
+	_, ok = s.Value("a")
+	require.False(t, ok, "expired at its TTL")
+	got, err = s.Run(ctx, counter, []string{"a"}, []int64{1, 1000})
+	require.NoError(t, err)
+	require.Equal(t, []int64{1}, got, "an expired key starts from nothing")
+}
+
+func TestExpiredEntriesAreSwept(t *testing.T) {
+	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
+	s := memstore.New(memstore.WithClock(clock))
+	for i := range 100_000 {
+		_, err := s.Run(t.Context(), counter, []string{strconv.Itoa(i)}, []int64{1, 10})
+		require.NoError(t, err)
+		clock.Advance(time.Millisecond)
+	}
+	// The clock is now 1 ms past the last write: the keys written in the
+	// last 9 ms are live (the one written 10 ms ago expires right now), and
+	// the sweep keeps the rest from piling up.
+	require.Equal(t, 9, s.Len())
+	require.Less(t, s.Entries(), 10_000)
+}
+
+func TestMultiKeyRunsAreAtomic(t *testing.T) {
+	s := memstore.New()
+	keys := []string{"x", "y", "z"}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			// Different key orders must not deadlock.
+			ks := append([]string(nil), keys...)
+			ks[0], ks[g%3] = ks[g%3], ks[0]
+			for range 1000 {
+				out, err := s.Run(context.Background(), counter, ks, []int64{1, 60_000})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if out[0] != out[1] || out[1] != out[2] {
+					t.Errorf("torn update: %v", out)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, k := range keys {
+		v, ok := s.Value(k)
+		require.True(t, ok)
+		require.Equal(t, int64(8000), v)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	s := memstore.New()
+	_, err := s.Run(t.Context(), sluice.NewScript("return 1", nil), []string{"k"}, nil)
+	require.ErrorContains(t, err, "no in-process implementation")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = s.Run(ctx, counter, []string{"k"}, []int64{1, 1})
+	require.ErrorIs(t, err, context.Canceled)
+}
