@@ -23,7 +23,13 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-const shardCount = 64
+const (
+	shardCount = 64
+	// A shard sweeps its expired entries when it reaches twice the size it
+	// had after its last sweep (at least minSweepSize): amortised O(1) per
+	// write, and at most shardCount × minSweepSize + 2 × live entries held.
+	minSweepSize = 128
+)
 
 // Store is an in-process [sluice.Store]. The zero value is not usable; call
 // [New]. It is safe for concurrent use.
@@ -69,7 +75,7 @@ func New(opts ...Option) *Store {
 	}
 	for i := range s.shards {
 		s.shards[i].entries = make(map[string]entry)
-		s.shards[i].sweepSize = 1024
+		s.shards[i].sweepSize = minSweepSize
 	}
 	return s
 }
@@ -195,7 +201,7 @@ func (t *tx) Set(key string, v int64, ttl time.Duration) {
 				delete(sh.entries, k)
 			}
 		}
-		sh.sweepSize = max(1024, 2*len(sh.entries))
+		sh.sweepSize = max(minSweepSize, 2*len(sh.entries))
 	}
 }
 
