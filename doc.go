@@ -15,7 +15,8 @@
 //   - [Store]: the one-method interface every backend implements; it runs a
 //     [Script] atomically and returns integer replies.
 //   - [Key]: builds Redis Cluster safe keys from user-supplied parts.
-//   - Sentinel errors ([ErrInvalidLimit], [ErrInvalidCost], [ErrInvalidKey],
+//   - Sentinel errors ([ErrInvalidLimit], [ErrInvalidCost],
+//     [ErrCostExceedsBurst], [ErrInvalidKey], [ErrKeyConflict],
 //     [ErrUnexpectedReply]) checked with errors.Is.
 //
 // Algorithms live in algorithms/..., backends in store/..., and the shared

@@ -19,6 +19,10 @@ var (
 	// ErrInvalidKey is wrapped by every error about a key that cannot be
 	// used (empty).
 	ErrInvalidKey = errors.New("sluice: invalid key")
+	// ErrKeyConflict is wrapped when the key already holds data that the
+	// limiter did not write (another type, or a value it cannot read): a
+	// configuration error, such as two applications sharing a key space.
+	ErrKeyConflict = errors.New("sluice: key holds data of another kind")
 	// ErrUnexpectedReply is wrapped when a store's reply does not have the
 	// shape a script promises: a version mismatch or a misconfigured key.
 	ErrUnexpectedReply = errors.New("sluice: unexpected reply")
@@ -37,6 +41,10 @@ func (e *LimitError) Error() string {
 
 // Unwrap returns ErrInvalidLimit.
 func (e *LimitError) Unwrap() error { return ErrInvalidLimit }
+
+// NewLimitError returns a [LimitError] for l with the given reason, for
+// algorithms that refuse a Limit that [Limit.Validate] accepts.
+func NewLimitError(l Limit, reason string) error { return &LimitError{Limit: l, reason: reason} }
 
 // CostError describes a cost that cannot be decided against a Limit. It
 // wraps [ErrInvalidCost], and [ErrCostExceedsBurst] when Cost > Limit.Burst.
@@ -72,29 +80,39 @@ func ValidateKey(key string) error {
 // so that a caller that bypassed the Go-side checks still gets a typed
 // error from [ScriptError].
 const (
-	scriptErrInvalidLimit = "SLUICE_INVALID_LIMIT"
-	scriptErrInvalidCost  = "SLUICE_INVALID_COST"
-	scriptErrInvalidKey   = "SLUICE_INVALID_KEY"
-	scriptErrInvalidState = "SLUICE_INVALID_STATE"
+	scriptErrInvalidLimit     = "SLUICE_INVALID_LIMIT "
+	scriptErrInvalidCost      = "SLUICE_INVALID_COST "
+	scriptErrCostExceedsBurst = "SLUICE_COST_EXCEEDS_BURST "
+	scriptErrInvalidKey       = "SLUICE_INVALID_KEY "
+	scriptErrInvalidState     = "SLUICE_INVALID_STATE "
+	redisErrWrongType         = "WRONGTYPE "
 )
 
-// ScriptError maps an error reply of a Sluice script to the matching
-// sentinel error, so errors.Is works on it; other errors are returned as
-// they are.
+// ScriptError maps an error reply of a Sluice script (and Redis's
+// WRONGTYPE) to the matching sentinel error, so errors.Is works on it;
+// other errors are returned as they are.
 func ScriptError(err error) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
 	switch {
-	case strings.Contains(msg, scriptErrInvalidLimit):
+	case hasCode(msg, scriptErrInvalidLimit):
 		return fmt.Errorf("%w: script rejected arguments: %w", ErrInvalidLimit, err)
-	case strings.Contains(msg, scriptErrInvalidCost):
+	case hasCode(msg, scriptErrCostExceedsBurst):
+		return fmt.Errorf("%w: %w: script rejected arguments: %w", ErrInvalidCost, ErrCostExceedsBurst, err)
+	case hasCode(msg, scriptErrInvalidCost):
 		return fmt.Errorf("%w: script rejected arguments: %w", ErrInvalidCost, err)
-	case strings.Contains(msg, scriptErrInvalidState):
-		return fmt.Errorf("%w: the key holds data this script did not write: %w", ErrUnexpectedReply, err)
-	case strings.Contains(msg, scriptErrInvalidKey):
+	case hasCode(msg, scriptErrInvalidKey):
 		return fmt.Errorf("%w: script rejected arguments: %w", ErrInvalidKey, err)
+	case hasCode(msg, scriptErrInvalidState), hasCode(msg, redisErrWrongType):
+		return fmt.Errorf("%w: %w", ErrKeyConflict, err)
 	}
 	return err
+}
+
+// hasCode reports whether the server's message in msg starts with code:
+// msg is either that message or a store's wrapping, "store: message".
+func hasCode(msg, code string) bool {
+	return strings.HasPrefix(msg, code) || strings.Contains(msg, ": "+code)
 }

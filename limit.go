@@ -13,12 +13,14 @@ const (
 	MinPeriod = time.Millisecond
 	// MaxPeriod is the longest Period a Limit may have.
 	MaxPeriod = 366 * 24 * time.Hour
-	// MaxRate is the largest Rate a Limit may have.
+	// MaxRate is the largest Rate a Limit may have. Rate is also at most
+	// Period in microseconds: one event per microsecond.
 	MaxRate = int64(1_000_000_000_000)
 	// MaxBurst is the largest Burst a Limit may have.
 	MaxBurst = int64(1_000_000_000_000)
 	// MaxFillTime is the longest time an empty bucket may take to refill
-	// completely (Burst × Period / Rate).
+	// completely: Burst × ceil(Period / Rate), with Period / Rate in whole
+	// microseconds.
 	MaxFillTime = 10 * 366 * 24 * time.Hour
 )
 

@@ -98,8 +98,7 @@ func (s *RedisServer) start() error {
 		"--loglevel", "warning",
 	}, s.args...)
 	cmd := exec.Command(s.path, args...)
-	cmd.Stdout = nil
-	cmd.Stderr = nil
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", s.path, err)
 	}
@@ -116,7 +115,15 @@ func (s *RedisServer) start() error {
 		default:
 		}
 		if err := s.Ping(); err == nil {
-			return nil
+			// The port was free when chosen, but another process may have
+			// taken it since: make sure the server answering is ours.
+			pid, err := s.Info("server", "process_id")
+			if err == nil && pid == strconv.Itoa(cmd.Process.Pid) {
+				return nil
+			}
+			s.signal(syscall.SIGKILL)
+			<-done
+			return fmt.Errorf("port %d is served by another process (pid %s)", s.port, pid)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -271,10 +278,11 @@ func (s *RedisServer) wait() {
 
 // shared is the redis-server shared by the tests of one package.
 var shared struct {
-	once   sync.Once
-	server *RedisServer
-	err    error
-	dir    string
+	once        sync.Once
+	server      *RedisServer
+	err         error
+	dir         string
+	mainRunning bool // set by Main, which stops the server at the end
 }
 
 // SharedRedis returns the redis-server shared by the tests of this test
@@ -285,6 +293,9 @@ var shared struct {
 func SharedRedis(tb testing.TB) *RedisServer {
 	tb.Helper()
 	path := RequireRedisServer(tb)
+	if !shared.mainRunning {
+		tb.Fatalf("sluicetest.SharedRedis needs the package's TestMain to call sluicetest.Main, which stops the server")
+	}
 	shared.once.Do(func() {
 		dir, err := os.MkdirTemp("", "sluicetest-redis-")
 		if err != nil {
@@ -304,6 +315,7 @@ func SharedRedis(tb testing.TB) *RedisServer {
 // if one was started. Call it from TestMain: func TestMain(m *testing.M) {
 // sluicetest.Main(m) }.
 func Main(m *testing.M) {
+	shared.mainRunning = true
 	code := m.Run()
 	if shared.server != nil {
 		shared.server.Stop()

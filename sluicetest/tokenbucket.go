@@ -137,32 +137,33 @@ func runTokenBucket(t *testing.T, newTier func(t *testing.T) Tier) {
 		l, err := tokenbucket.New(tier.Store, tokenbucket.WithClock(clock))
 		require.NoError(t, err)
 		key := UniqueKey(t)
-		_, err = l.AllowN(t.Context(), key, tenPerSecondBurst5, 1)
+		stateKey := key + tokenbucket.KeySuffix
+		_, err = l.AllowN(t.Context(), key, tenPerSecondBurst5, 4)
 		require.NoError(t, err)
-		// Through Lua's tostring or '..' this would read 1.7672256002235e+15.
-		raw, ok, err := tier.Get(t.Context(), key)
-		require.NoError(t, err)
-		require.True(t, ok)
-		require.Equal(t, strconv.FormatInt(Epoch.UnixMicro()+100_000, 10), raw)
-		ttl, ok, err := tier.TTL(t.Context(), key)
+		// Through Lua's tostring or '..' this would read 1.7672256004235e+15.
+		raw, ok, err := tier.Get(t.Context(), stateKey)
 		require.NoError(t, err)
 		require.True(t, ok)
-		require.Greater(t, ttl, time.Second, "TTL = time to full (100 ms) + 1 s margin")
-		require.LessOrEqual(t, ttl, 1100*time.Millisecond)
+		require.Equal(t, strconv.FormatInt(Epoch.UnixMicro()+400_000, 10), raw)
+		ttl, ok, err := tier.TTL(t.Context(), stateKey)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Greater(t, ttl, time.Second, "TTL = time to full (400 ms) + 1 s margin")
+		require.LessOrEqual(t, ttl, 1400*time.Millisecond)
 
 		// A denial and a peek leave the state untouched.
 		_, err = l.AllowN(t.Context(), key, tenPerSecondBurst5, 5)
 		require.NoError(t, err)
 		_, err = l.AllowN(t.Context(), key, tenPerSecondBurst5, 0)
 		require.NoError(t, err)
-		again, _, err := tier.Get(t.Context(), key)
+		again, _, err := tier.Get(t.Context(), stateKey)
 		require.NoError(t, err)
 		require.Equal(t, raw, again)
 
 		// A peek of a missing key creates nothing.
 		_, err = l.AllowN(t.Context(), key+":peek", tenPerSecondBurst5, 0)
 		require.NoError(t, err)
-		_, ok, err = tier.Get(t.Context(), key+":peek")
+		_, ok, err = tier.Get(t.Context(), key+":peek"+tokenbucket.KeySuffix)
 		require.NoError(t, err)
 		require.False(t, ok)
 	})
@@ -179,7 +180,7 @@ func runTokenBucket(t *testing.T, newTier func(t *testing.T) Tier) {
 			require.NoError(t, err)
 			require.Equal(t, want, d.Allowed)
 		}
-		raw, ok, err := tier.Get(t.Context(), key)
+		raw, ok, err := tier.Get(t.Context(), key+tokenbucket.KeySuffix)
 		require.NoError(t, err)
 		require.True(t, ok)
 		tat, err := strconv.ParseInt(raw, 10, 64)
@@ -212,6 +213,7 @@ func runTokenBucket(t *testing.T, newTier func(t *testing.T) Tier) {
 			{"huge burst", key, sluice.Limit{Rate: 1, Period: time.Second, Burst: sluice.MaxBurst + 1}, 1, []error{sluice.ErrInvalidLimit}},
 			{"huge rate", key, sluice.Limit{Rate: 1 << 62, Period: time.Second, Burst: 1}, 1, []error{sluice.ErrInvalidLimit}},
 			{"more than one per microsecond", key, sluice.Limit{Rate: 2_000_001, Period: 2 * time.Second, Burst: 1}, 1, []error{sluice.ErrInvalidLimit}},
+			{"interval rounded up by more than 1%", key, sluice.PerSecond(600_000), 1, []error{sluice.ErrInvalidLimit}},
 			{"refill time over ten years", key, sluice.Limit{Rate: 1, Period: 366 * 24 * time.Hour, Burst: 11}, 1, []error{sluice.ErrInvalidLimit}},
 			{"negative cost", key, ok, -1, []error{sluice.ErrInvalidCost}},
 			{"cost above burst", key, ok, 6, []error{sluice.ErrInvalidCost, sluice.ErrCostExceedsBurst}},
@@ -225,7 +227,7 @@ func runTokenBucket(t *testing.T, newTier func(t *testing.T) Tier) {
 			}
 			require.Equal(t, sluice.Decision{}, d, c.name)
 		}
-		_, found, err := tier.Get(t.Context(), key)
+		_, found, err := tier.Get(t.Context(), key+tokenbucket.KeySuffix)
 		require.NoError(t, err)
 		require.False(t, found, "nothing written")
 	})
@@ -242,27 +244,31 @@ func runTokenBucket(t *testing.T, newTier func(t *testing.T) Tier) {
 			is   error
 		}{
 			{"zero rate", []string{key}, []int64{0, 1_000_000, 5, 1, now}, sluice.ErrInvalidLimit},
+			{"rate over 1e12", []string{key}, []int64{2_000_000_000_000, 31_622_400_000_000, 1, 1, now}, sluice.ErrInvalidLimit},
+			{"interval rounded up by more than 1%", []string{key}, []int64{600_000, 1_000_000, 5, 1, now}, sluice.ErrInvalidLimit},
 			{"rate above period_us", []string{key}, []int64{1_000_001, 1_000_000, 5, 1, now}, sluice.ErrInvalidLimit},
 			{"period under 1 ms", []string{key}, []int64{1, 999, 5, 1, now}, sluice.ErrInvalidLimit},
 			{"negative burst", []string{key}, []int64{1, 1_000_000, -5, 1, now}, sluice.ErrInvalidLimit},
 			{"burst over the maximum", []string{key}, []int64{1, 1_000_000, sluice.MaxBurst + 1, 1, now}, sluice.ErrInvalidLimit},
 			{"refill too long", []string{key}, []int64{1, 31_622_400_000_000, 11, 1, now}, sluice.ErrInvalidLimit},
-			{"cost above burst", []string{key}, []int64{10, 1_000_000, 5, 6, now}, sluice.ErrInvalidCost},
+			{"cost above burst", []string{key}, []int64{10, 1_000_000, 5, 6, now}, sluice.ErrCostExceedsBurst},
 			{"negative cost", []string{key}, []int64{10, 1_000_000, 5, -1, now}, sluice.ErrInvalidCost},
 			{"negative now", []string{key}, []int64{10, 1_000_000, 5, 1, -1}, sluice.ErrInvalidLimit},
 			{"now after 2100", []string{key}, []int64{10, 1_000_000, 5, 1, 4_102_444_800_000_001}, sluice.ErrInvalidLimit},
 			{"missing arguments", []string{key}, []int64{10, 1_000_000}, sluice.ErrInvalidLimit},
+			{"extra arguments", []string{key}, []int64{10, 1_000_000, 5, 1, now, 7}, sluice.ErrInvalidLimit},
 			{"empty key", []string{""}, []int64{10, 1_000_000, 5, 1, now}, sluice.ErrInvalidKey},
+			{"two keys", []string{sluice.Key(key, "a"), sluice.Key(key, "b")}, []int64{10, 1_000_000, 5, 1, now}, sluice.ErrInvalidKey},
 		}
 		for _, c := range cases {
-			_, err := tier.Store.Run(t.Context(), tokenbucket.Script, c.keys, c.args)
+			_, err := tier.Store.Run(t.Context(), tokenbucket.Script(), c.keys, c.args)
 			require.ErrorIs(t, sluice.ScriptError(err), c.is, c.name)
 		}
 		if tier.Raw != nil {
 			for _, bad := range []string{"nan", "NaN", "inf", "-inf", "1e400", "1.5", "", "abc", "0x", "5 apples"} {
-				_, err := tier.Raw(t.Context(), tokenbucket.Script, []string{key}, bad, "1000000", "5", "1")
+				_, err := tier.Raw(t.Context(), tokenbucket.Script(), []string{key}, bad, "1000000", "5", "1")
 				require.ErrorIs(t, sluice.ScriptError(err), sluice.ErrInvalidLimit, "rate %q", bad)
-				_, err = tier.Raw(t.Context(), tokenbucket.Script, []string{key}, "10", "1000000", "5", bad)
+				_, err = tier.Raw(t.Context(), tokenbucket.Script(), []string{key}, "10", "1000000", "5", bad)
 				require.ErrorIs(t, sluice.ScriptError(err), sluice.ErrInvalidCost, "cost %q", bad)
 			}
 		}

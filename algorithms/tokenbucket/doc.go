@@ -23,11 +23,12 @@
 // well-synchronised clock, and a clock that runs behind other callers' only
 // ever makes its own requests wait longer.
 //
-// Time is counted in whole microseconds. The state is the time at which the
-// bucket will be full again, rounded up to the next microsecond at each
-// admission, so rounding only ever admits less, never more. At very high
-// rates (more than one token per microsecond) each admitted request costs at
-// least one microsecond of refill.
+// Time is counted in whole microseconds and all arithmetic is on integers,
+// so the script and its Go model agree exactly. The refill interval of one
+// token is Period / Rate rounded up to a whole microsecond: a full burst
+// always fits, the enforced rate is never above Rate, and [ValidateLimit]
+// rejects limits where the rounding would lower it by more than 1% (none up
+// to 10,000 per second; above that, choose a Rate that divides Period).
 //
 // A clock that goes backwards (a server failover to a host whose clock is
 // behind, or a client clock in client-clock mode) only makes the bucket look
@@ -35,16 +36,17 @@
 //
 // # Redis
 //
-// One key per bucket holding one integer (int-encoded by Redis); each
+// One key per bucket, the caller's key plus [KeySuffix], holding one integer
+// (int-encoded by Redis), the time the bucket will be full again; each
 // decision is one EVALSHA running TIME, GET and, when a request is allowed,
 // SET with PX. A denial and a peek write nothing. The TTL is the time until
 // the bucket is full plus one second, so idle keys vanish and memory tracks
 // active keys only. The script touches only the key it is given, so it runs
 // unchanged on Redis Cluster; build keys with [sluice.Key].
 //
-// The same script runs in process through [memstore] and on the embedded
-// miniredis through [embedded], which is how the package's pure-Go model
-// doubles as an in-process limiter.
+// The script's Go twin runs in process through [memstore], which is how the
+// package's pure-Go model doubles as an in-process limiter; the script itself
+// runs on the embedded miniredis through [embedded].
 //
 // [memstore]: https://pkg.go.dev/github.com/sluicehq/sluice/store/memstore
 // [embedded]: https://pkg.go.dev/github.com/sluicehq/sluice/store/embedded

@@ -15,7 +15,7 @@ const (
 	maxNowMicros  = 4102444800000000 // MAX_NOW_US: 2100-01-01
 	ttlMarginMs   = 1000             // TTL_MARGIN_MS
 	maxPeriodUs   = 31622400000000   // 366 days
-	maxBurst      = 1_000_000_000_000
+	maxRateBurst  = 1_000_000_000_000
 )
 
 // params are the script's ARGV, parsed.
@@ -34,32 +34,47 @@ type result struct {
 }
 
 var (
-	errModelInvalidLimit = errors.New("SLUICE_INVALID_LIMIT rate, period_us and burst must be integers in range")
-	errModelInvalidFill  = errors.New("SLUICE_INVALID_LIMIT burst x period / rate is too long")
-	errModelInvalidCost  = errors.New("SLUICE_INVALID_COST cost must be an integer in [0, burst]")
-	errModelInvalidNow   = errors.New("SLUICE_INVALID_LIMIT now_us must be an integer in range")
-	errModelInvalidKey   = errors.New("SLUICE_INVALID_KEY key must not be empty")
-	errModelInvalidState = errors.New("SLUICE_INVALID_STATE key does not hold a token bucket")
+	errModelInvalidKey     = errors.New("SLUICE_INVALID_KEY one non-empty key expected")
+	errModelInvalidArgs    = errors.New("SLUICE_INVALID_LIMIT 4 or 5 arguments expected")
+	errModelInvalidLimit   = errors.New("SLUICE_INVALID_LIMIT rate, period_us and burst must be integers in range")
+	errModelImprecise      = errors.New("SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds")
+	errModelInvalidFill    = errors.New("SLUICE_INVALID_LIMIT burst x period / rate is too long")
+	errModelInvalidCost    = errors.New("SLUICE_INVALID_COST cost must be an integer in [0, burst]")
+	errModelCostAboveBurst = errors.New("SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed")
+	errModelInvalidNow     = errors.New("SLUICE_INVALID_LIMIT now_us must be an integer in range")
+	errModelInvalidState   = errors.New("SLUICE_INVALID_STATE key does not hold a token bucket")
 )
 
 // check validates p as the script does, in the same order, and returns the
 // refill interval and the tolerance (both in microseconds).
 func (p params) check() (interval, tolerance int64, err error) {
-	if p.periodUs < 1000 || p.periodUs > maxPeriodUs || p.rate < 1 || p.rate > p.periodUs ||
-		p.burst < 1 || p.burst > maxBurst {
+	if p.periodUs < 1000 || p.periodUs > maxPeriodUs || p.rate < 1 || p.rate > min(p.periodUs, maxRateBurst) ||
+		p.burst < 1 || p.burst > maxRateBurst {
 		return 0, 0, errModelInvalidLimit
 	}
 	interval = (p.periodUs + p.rate - 1) / p.rate
-	// burst <= 1e12 and interval <= 3.2e13: compare before multiplying so
-	// the product cannot overflow int64.
+	if imprecise(p.rate, p.periodUs, interval) {
+		return 0, 0, errModelImprecise
+	}
+	// The script compares interval > MAX_FILL_US / burst in floating point;
+	// for integers, x > a/b (real division) is x > floor(a/b).
 	if interval > maxFillMicros/p.burst {
 		return 0, 0, errModelInvalidFill
 	}
 	tolerance = p.burst * interval
-	if p.cost < 0 || p.cost > p.burst {
+	if p.cost < 0 || p.cost > maxRateBurst {
 		return 0, 0, errModelInvalidCost
 	}
+	if p.cost > p.burst {
+		return 0, 0, errModelCostAboveBurst
+	}
 	return interval, tolerance, nil
+}
+
+// imprecise reports whether rounding the refill interval up to whole
+// microseconds lowers the rate by more than 1%.
+func imprecise(rate, periodUs, interval int64) bool {
+	return (interval*rate-periodUs)*100 > periodUs
 }
 
 // decide is the script's decision: tat is the stored state (ok false when
@@ -97,7 +112,7 @@ func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		return nil, errModelInvalidKey
 	}
 	if len(args) != 4 && len(args) != 5 {
-		return nil, errModelInvalidLimit
+		return nil, errModelInvalidArgs
 	}
 	p := params{rate: args[0], periodUs: args[1], burst: args[2], cost: args[3]}
 	interval, tolerance, err := p.check()

@@ -13,10 +13,22 @@ import (
 //go:embed tokenbucket.lua
 var source string
 
-// Script is the token bucket's Lua script paired with its Go model. Stores
-// run it; [Limiter] sends it. It is exported for stores that preload scripts
-// and for tests that call it with raw arguments.
-var Script = sluice.NewScript(source, runLocal)
+var script = sluice.NewScript(source, runLocal)
+
+// Script returns the token bucket's Lua script paired with its Go model,
+// for stores that preload scripts (goredisstore.Store.Load) and for tests
+// that call it with raw arguments.
+func Script() *sluice.Script { return script }
+
+// KeySuffix is appended to the caller's key to name the bucket's Redis key,
+// so that two algorithms given the same key never read each other's state.
+// It keeps the key's hash tag, and so its Redis Cluster slot.
+const KeySuffix = ":tb"
+
+// maxReplyMicros bounds the durations a reply may carry: a deficit after
+// the clock went back to 1970 from 2100, plus a full bucket. Anything
+// larger is not a reply of this script.
+const maxReplyMicros = maxNowMicros + 2*maxFillMicros
 
 // Limiter is a token bucket limiter on a [sluice.Store]. It is safe for
 // concurrent use.
@@ -28,18 +40,24 @@ type Limiter struct {
 var _ sluice.Limiter = (*Limiter)(nil)
 
 // Option configures a [Limiter].
-type Option interface{ apply(*Limiter) }
+type Option interface{ apply(*Limiter) error }
 
-type optionFunc func(*Limiter)
+type optionFunc func(*Limiter) error
 
-func (f optionFunc) apply(l *Limiter) { f(l) }
+func (f optionFunc) apply(l *Limiter) error { return f(l) }
 
 // WithClock makes the limiter send clock's time with every call instead of
 // letting the script read the Redis server clock (client-clock mode). The
 // default is the server clock, which is what production callers want; see
 // the package documentation before changing it.
 func WithClock(clock sluice.Clock) Option {
-	return optionFunc(func(l *Limiter) { l.clock = clock })
+	return optionFunc(func(l *Limiter) error {
+		if clock == nil {
+			return errors.New("tokenbucket: WithClock(nil): omit the option to use the server clock")
+		}
+		l.clock = clock
+		return nil
+	})
 }
 
 // New returns a token bucket limiter on store. It does no I/O.
@@ -52,7 +70,9 @@ func New(store sluice.Store, opts ...Option) (*Limiter, error) {
 		if o == nil {
 			return nil, errors.New("tokenbucket: nil option")
 		}
-		o.apply(l)
+		if err := o.apply(l); err != nil {
+			return nil, err
+		}
 	}
 	return l, nil
 }
@@ -64,8 +84,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	if err := sluice.ValidateKey(key); err != nil {
 		return sluice.Decision{}, fmt.Errorf("tokenbucket: %w", err)
 	}
-	if err := limit.Validate(); err != nil {
-		return sluice.Decision{}, fmt.Errorf("tokenbucket: %w", err)
+	if err := ValidateLimit(limit); err != nil {
+		return sluice.Decision{}, err
 	}
 	if err := limit.ValidateCost(n); err != nil {
 		return sluice.Decision{}, fmt.Errorf("tokenbucket: %w", err)
@@ -73,17 +93,37 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	args := make([]int64, 4, 5)
 	args[0], args[1], args[2], args[3] = limit.Rate, limit.PeriodMicros(), limit.Burst, n
 	if l.clock != nil {
-		now := l.clock.Now().UnixMicro()
+		t := l.clock.Now()
+		now := t.UnixMicro()
 		if now < 0 || now > maxNowMicros {
-			return sluice.Decision{}, fmt.Errorf("tokenbucket: %w: clock reads %s, outside 1970..2100", sluice.ErrInvalidLimit, l.clock.Now())
+			return sluice.Decision{}, fmt.Errorf("tokenbucket: the clock reads %s, outside the years 1970 to 2100", t)
 		}
 		args = append(args, now)
 	}
-	reply, err := l.store.Run(ctx, Script, []string{key}, args)
+	reply, err := l.store.Run(ctx, script, []string{key + KeySuffix}, args)
 	if err != nil {
 		return sluice.Decision{}, fmt.Errorf("tokenbucket: %w", sluice.ScriptError(err))
 	}
 	return parseReply(reply, limit)
+}
+
+// ValidateLimit reports whether the token bucket can enforce limit: it must
+// pass [sluice.Limit.Validate], and Period / Rate rounded up to whole
+// microseconds (the bucket's refill interval) must be within 1% of its
+// exact value, so that the enforced rate is never more than 1% below Rate.
+// Every limit up to 10,000 per second passes, and any limit whose
+// Period / Rate is a whole number of microseconds.
+func ValidateLimit(limit sluice.Limit) error {
+	if err := limit.Validate(); err != nil {
+		return fmt.Errorf("tokenbucket: %w", err)
+	}
+	periodUs := limit.PeriodMicros()
+	if imprecise(limit.Rate, periodUs, (periodUs+limit.Rate-1)/limit.Rate) {
+		return fmt.Errorf("tokenbucket: %w", sluice.NewLimitError(limit,
+			"period / rate must be within 1% of a whole number of microseconds (the refill interval's resolution); "+
+				"choose a rate that divides the period, or split the key"))
+	}
+	return nil
 }
 
 // parseReply turns the script's reply into a Decision, checking its shape.
@@ -92,7 +132,10 @@ func parseReply(reply []int64, limit sluice.Limit) (sluice.Decision, error) {
 		return sluice.Decision{}, fmt.Errorf("tokenbucket: %w: %d values, want 4", sluice.ErrUnexpectedReply, len(reply))
 	}
 	allowed, remaining, retryUs, resetUs := reply[0], reply[1], reply[2], reply[3]
-	if allowed != 0 && allowed != 1 || remaining < 0 || remaining > limit.Burst || retryUs < 0 || resetUs < 0 {
+	valid := (allowed == 1 && retryUs == 0 || allowed == 0 && retryUs > 0) &&
+		remaining >= 0 && remaining <= limit.Burst &&
+		retryUs <= maxReplyMicros && resetUs >= 0 && resetUs <= maxReplyMicros
+	if !valid {
 		return sluice.Decision{}, fmt.Errorf("tokenbucket: %w: %v", sluice.ErrUnexpectedReply, reply)
 	}
 	return sluice.Decision{

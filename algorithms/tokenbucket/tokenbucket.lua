@@ -8,7 +8,8 @@
 -- very same values, and the key stays small (Redis int-encodes it).
 --
 -- KEYS[1]  the bucket key (non-empty)
--- ARGV[1]  rate       tokens per period, integer in [1, period_us]
+-- ARGV[1]  rate       tokens per period, integer in [1, min(period_us, 1e12)],
+--                     with ceil(period_us / rate) within 1% of period_us / rate
 -- ARGV[2]  period_us  period in microseconds, integer in [1000, 31622400000000]
 -- ARGV[3]  burst      capacity in tokens, integer in [1, 1e12]
 -- ARGV[4]  cost       tokens to take, integer in [0, burst]; 0 peeks
@@ -25,7 +26,7 @@
 -- (14 significant digits); string.format('%d') keeps all 16.
 --
 -- Errors, always before any write: SLUICE_INVALID_KEY, SLUICE_INVALID_LIMIT,
--- SLUICE_INVALID_COST, SLUICE_INVALID_STATE.
+-- SLUICE_INVALID_COST, SLUICE_COST_EXCEEDS_BURST, SLUICE_INVALID_STATE.
 
 local MAX_FILL_US = 316224000000000 -- 10 x 366 days
 local MAX_NOW_US = 4102444800000000 -- 2100-01-01
@@ -40,23 +41,32 @@ local function int_arg(i, lo, hi)
 end
 
 local key = KEYS[1]
-if key == nil or key == '' then
-  return redis.error_reply('SLUICE_INVALID_KEY key must not be empty')
+if #KEYS ~= 1 or key == '' then
+  return redis.error_reply('SLUICE_INVALID_KEY one non-empty key expected')
+end
+if #ARGV ~= 4 and #ARGV ~= 5 then
+  return redis.error_reply('SLUICE_INVALID_LIMIT 4 or 5 arguments expected')
 end
 local period_us = int_arg(2, 1000, 31622400000000)
-local rate = int_arg(1, 1, period_us or 0)
+local rate = int_arg(1, 1, math.min(period_us or 0, 1e12))
 local burst = int_arg(3, 1, 1e12)
 if rate == nil or period_us == nil or burst == nil then
   return redis.error_reply('SLUICE_INVALID_LIMIT rate, period_us and burst must be integers in range')
 end
 local interval = math.ceil(period_us / rate)
-local tolerance = burst * interval -- microseconds to refill an empty bucket
-if tolerance > MAX_FILL_US then
+if (interval * rate - period_us) * 100 > period_us then
+  return redis.error_reply('SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds')
+end
+if interval > MAX_FILL_US / burst then
   return redis.error_reply('SLUICE_INVALID_LIMIT burst x period / rate is too long')
 end
-local cost = int_arg(4, 0, burst)
+local tolerance = burst * interval -- microseconds to refill an empty bucket
+local cost = int_arg(4, 0, 1e12)
 if cost == nil then
   return redis.error_reply('SLUICE_INVALID_COST cost must be an integer in [0, burst]')
+end
+if cost > burst then
+  return redis.error_reply('SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed')
 end
 
 local now

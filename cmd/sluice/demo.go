@@ -397,7 +397,7 @@ func runDemo(ctx context.Context, w io.Writer, cfg demoConfig) (err error) {
 	defer func() {
 		keys := make([]string, len(cfg.Pods))
 		for i, n := range cfg.Pods {
-			keys[i] = sharedKey(tag, n)
+			keys[i] = sharedKey(tag, n) + tokenbucket.KeySuffix // the bucket's Redis key
 		}
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
 		defer cancel()

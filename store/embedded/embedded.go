@@ -7,12 +7,17 @@
 // state lives in the process's memory and is lost when it exits, and
 // miniredis runs gopher-lua rather than Redis's own Lua, so it is never proof
 // of behaviour on a real server (the real-Redis test tier is).
+//
+// miniredis only counts TTLs down when told to, so the store runs one
+// goroutine that moves them with the wall clock every 100 ms; keys expire
+// as on Redis, within that resolution. [Store.Close] stops it.
 package embedded
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -26,7 +31,15 @@ type Store struct {
 	server *miniredis.Miniredis
 	client *redis.Client
 	store  *goredisstore.Store
+
+	stop      chan struct{}
+	stopped   sync.WaitGroup
+	closeOnce sync.Once
+	mu        sync.Mutex
+	lastTick  time.Time // when TTLs were last moved
 }
+
+const expireEvery = 100 * time.Millisecond
 
 var _ sluice.Store = (*Store)(nil)
 
@@ -41,7 +54,37 @@ func Start() (*Store, error) {
 		Addr:       server.Addr(),
 		MaxRetries: -1, // a retried script could charge twice
 	})
-	return &Store{server: server, client: client, store: goredisstore.New(client)}, nil
+	s := &Store{
+		server:   server,
+		client:   client,
+		store:    goredisstore.New(client),
+		stop:     make(chan struct{}),
+		lastTick: time.Now(),
+	}
+	s.stopped.Go(func() {
+		t := time.NewTicker(expireEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case now := <-t.C:
+				s.moveTTLs(now)
+			}
+		}
+	})
+	return s, nil
+}
+
+// moveTTLs counts every TTL down by the time since the last call, which
+// expires the keys whose time has come.
+func (s *Store) moveTTLs(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if elapsed := now.Sub(s.lastTick); elapsed > 0 {
+		s.server.FastForward(elapsed)
+		s.lastTick = now
+	}
 }
 
 // Run runs script on the embedded server.
@@ -57,12 +100,18 @@ func (s *Store) Addr() string { return s.server.Addr() }
 // its clock.
 func (s *Store) Server() *miniredis.Miniredis { return s.server }
 
-// Close closes the client and stops the server.
+// Close stops the TTL goroutine, closes the client and stops the server.
+// It is safe to call more than once.
 func (s *Store) Close() error {
-	err := s.client.Close()
-	s.server.Close()
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.stopped.Wait()
+		err = s.client.Close()
+		s.server.Close()
+	})
 	if err != nil {
-		return errors.Join(errors.New("embedded: close client"), err)
+		return fmt.Errorf("embedded: close client: %w", err)
 	}
 	return nil
 }

@@ -7,7 +7,7 @@
 // cache costs one extra round trip and never an error.
 //
 // The store never dials, never closes the caller's client and does no I/O
-// in [New]. See docs/failure.md for the client settings that matter to a
+// in [New]. See docs/clients.md for the client settings that matter to a
 // rate limiter (timeouts; MaxRetries, since a retried script can charge a
 // request twice; ContextTimeoutEnabled).
 package goredisstore
@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
@@ -67,14 +66,24 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 }
 
 // Load loads scripts into the server's script cache ahead of the first
-// call (on a ClusterClient, into every primary), so that a pipeline or the
-// first request after start does not pay the NOSCRIPT round trip.
+// call, so that a pipeline or the first request after start does not pay
+// the NOSCRIPT round trip: on a ClusterClient into every primary, on a Ring
+// into every shard, on a failover client into the current primary only (a
+// failover empties the cache again; Run recovers from that on its own).
 func (s *Store) Load(ctx context.Context, scripts ...*sluice.Script) error {
 	if s.client == nil {
 		return errors.New("goredisstore: nil client")
 	}
 	for _, sc := range scripts {
-		if err := s.client.ScriptLoad(ctx, sc.Source()).Err(); err != nil {
+		var err error
+		if ring, ok := s.client.(*redis.Ring); ok {
+			err = ring.ForEachShard(ctx, func(ctx context.Context, shard *redis.Client) error {
+				return shard.ScriptLoad(ctx, sc.Source()).Err()
+			})
+		} else {
+			err = s.client.ScriptLoad(ctx, sc.Source()).Err()
+		}
+		if err != nil {
 			return fmt.Errorf("goredisstore: load script %s: %w", sc.SHA1(), err)
 		}
 	}
@@ -82,7 +91,7 @@ func (s *Store) Load(ctx context.Context, scripts ...*sluice.Script) error {
 }
 
 func isNoScript(err error) bool {
-	return strings.HasPrefix(err.Error(), "NOSCRIPT")
+	return redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
 func intReplies(res any) ([]int64, error) {

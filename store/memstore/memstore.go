@@ -8,8 +8,8 @@
 // shared only within one process.
 //
 // Every value carries an expiry like a Redis TTL; expired entries are
-// treated as missing and swept in amortised O(1) time, so memory tracks
-// active keys only.
+// treated as missing and swept in amortised O(1) time per write, so memory
+// tracks active keys only (see [Store.Entries]).
 package memstore
 
 import (
@@ -18,6 +18,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -25,10 +26,16 @@ import (
 
 const (
 	shardCount = 64
-	// A shard sweeps its expired entries when it reaches twice the size it
-	// had after its last sweep (at least minSweepSize): amortised O(1) per
-	// write, and at most shardCount × minSweepSize + 2 × live entries held.
-	minSweepSize = 128
+	// A shard sweeps all its expired entries after as many writes as it
+	// held entries at its last sweep (at least minSweepWrites), which is
+	// amortised O(1) per write. Besides, every maintainEveryUs some call
+	// sweeps the next shard in turn if it has not been swept for
+	// sweepIntervalUs, so that a spike is forgotten even in shards that no
+	// longer see writes. A sweep that leaves the map under a quarter of its
+	// peak size rebuilds it, since Go maps never shrink.
+	minSweepWrites  = 128
+	sweepIntervalUs = 1_000_000
+	maintainEveryUs = 100_000
 )
 
 // Store is an in-process [sluice.Store]. The zero value is not usable; call
@@ -37,14 +44,20 @@ type Store struct {
 	clock  sluice.Clock
 	seed   maphash.Seed
 	shards [shardCount]shard
+
+	lastMaintainUs atomic.Int64
+	maintainCursor atomic.Uint32
 }
 
 var _ sluice.Store = (*Store)(nil)
 
 type shard struct {
-	mu        sync.Mutex
-	entries   map[string]entry
-	sweepSize int // sweep expired entries when the map reaches this size
+	mu          sync.Mutex
+	entries     map[string]entry
+	writes      int   // since the last sweep
+	sweepAfter  int   // writes between sweeps
+	lastSweepUs int64 // time of the last sweep
+	peakEntries int   // since the map was last rebuilt
 }
 
 type entry struct {
@@ -60,9 +73,13 @@ type optionFunc func(*Store)
 func (f optionFunc) apply(s *Store) { f(s) }
 
 // WithClock sets the clock that plays the part of Redis TIME and drives
-// expiry. The default is [sluice.SystemClock].
+// expiry. The default, and what a nil clock means, is [sluice.SystemClock].
 func WithClock(clock sluice.Clock) Option {
-	return optionFunc(func(s *Store) { s.clock = clock })
+	return optionFunc(func(s *Store) {
+		if clock != nil {
+			s.clock = clock
+		}
+	})
 }
 
 // New returns an empty in-process store.
@@ -75,7 +92,7 @@ func New(opts ...Option) *Store {
 	}
 	for i := range s.shards {
 		s.shards[i].entries = make(map[string]entry)
-		s.shards[i].sweepSize = minSweepSize
+		s.shards[i].sweepAfter = minSweepWrites
 	}
 	return s
 }
@@ -90,12 +107,14 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 	if local == nil {
 		return nil, fmt.Errorf("memstore: script %s has no in-process implementation", script.SHA1())
 	}
-	tx := tx{store: s, now: s.clock.Now().UnixMicro()}
+	defer s.maintain()
+	// The clock is read under the locks, as Redis reads TIME inside the
+	// script: calls on one key see non-decreasing times.
 	if len(keys) == 1 {
 		sh := s.shardOf(keys[0])
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
-		return local(&tx, keys, args)
+		return local(&tx{store: s, now: s.clock.Now().UnixMicro()}, keys, args)
 	}
 	// Several keys: lock their shards in index order, so two scripts with
 	// overlapping keys cannot deadlock.
@@ -113,7 +132,7 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 			s.shards[i].mu.Unlock()
 		}
 	}()
-	return local(&tx, keys, args)
+	return local(&tx{store: s, now: s.clock.Now().UnixMicro()}, keys, args)
 }
 
 // Len returns the number of live (unexpired) entries, for tests and
@@ -195,14 +214,51 @@ func (t *tx) Get(key string) (int64, bool) {
 func (t *tx) Set(key string, v int64, ttl time.Duration) {
 	sh := t.store.shardOf(key)
 	sh.entries[key] = entry{value: v, expiresAtUs: t.now + ttl.Microseconds()}
-	if len(sh.entries) >= sh.sweepSize {
-		for k, e := range sh.entries {
-			if e.expiresAtUs <= t.now {
-				delete(sh.entries, k)
-			}
-		}
-		sh.sweepSize = max(minSweepSize, 2*len(sh.entries))
+	sh.peakEntries = max(sh.peakEntries, len(sh.entries))
+	sh.writes++
+	if sh.writes >= sh.sweepAfter {
+		sh.sweep(t.now)
 	}
+}
+
+// maintain sweeps the next shard in turn, at most every maintainEveryUs,
+// if it has not been swept for sweepIntervalUs. It runs after a call has
+// released its own locks and never waits for a lock.
+func (s *Store) maintain() {
+	now := s.clock.Now().UnixMicro()
+	last := s.lastMaintainUs.Load()
+	if now-last < maintainEveryUs || !s.lastMaintainUs.CompareAndSwap(last, now) {
+		return
+	}
+	sh := &s.shards[s.maintainCursor.Add(1)%shardCount]
+	if !sh.mu.TryLock() {
+		return
+	}
+	defer sh.mu.Unlock()
+	if now-sh.lastSweepUs >= sweepIntervalUs {
+		sh.sweep(now)
+	}
+}
+
+// sweep deletes expired entries, and rebuilds the map when it has shrunk
+// below a quarter of its peak.
+func (sh *shard) sweep(nowUs int64) {
+	for k, e := range sh.entries {
+		if e.expiresAtUs <= nowUs {
+			delete(sh.entries, k)
+		}
+	}
+	if len(sh.entries) < sh.peakEntries/4 {
+		rebuilt := make(map[string]entry, len(sh.entries))
+		for k, e := range sh.entries {
+			rebuilt[k] = e
+		}
+		sh.entries = rebuilt
+		sh.peakEntries = len(rebuilt)
+	}
+	sh.writes = 0
+	sh.lastSweepUs = nowUs
+	sh.sweepAfter = max(minSweepWrites, len(sh.entries))
 }
 
 func (t *tx) Del(key string) { delete(t.store.shardOf(key).entries, key) }

@@ -61,9 +61,32 @@ func TestExpiredEntriesAreSwept(t *testing.T) {
 	}
 	// The clock is now 1 ms past the last write: the keys written in the
 	// last 9 ms are live (the one written 10 ms ago expires right now), and
-	// the sweep keeps the rest from piling up.
+	// the sweeps keep the rest from piling up: a shard holds at most the
+	// entries of its last minSweepWrites (128) writes plus its live ones.
 	require.Equal(t, 9, s.Len())
-	require.LessOrEqual(t, s.Entries(), 64*128, "at most shards × minimum sweep size")
+	require.LessOrEqual(t, s.Entries(), 64*(128+9))
+}
+
+func TestSpikeIsForgotten(t *testing.T) {
+	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
+	s := memstore.New(memstore.WithClock(clock))
+	for i := range 200_000 {
+		_, err := s.Run(t.Context(), counter, []string{strconv.Itoa(i)}, []int64{1, 1000})
+		require.NoError(t, err)
+	}
+	clock.Advance(time.Hour)
+	// A small steady set of keys afterwards, 100 calls per 10 ms for 10 s:
+	// they must sweep the spike away, including from the shards that none
+	// of them writes to.
+	for i := range 100_000 {
+		_, err := s.Run(t.Context(), counter, []string{"steady" + strconv.Itoa(i%100)}, []int64{1, 1000})
+		require.NoError(t, err)
+		if i%100 == 99 {
+			clock.Advance(10 * time.Millisecond)
+		}
+	}
+	require.Equal(t, 100, s.Len())
+	require.LessOrEqual(t, s.Entries(), 64*128+100)
 }
 
 func TestMultiKeyRunsAreAtomic(t *testing.T) {
