@@ -46,6 +46,13 @@ func (e *LimitError) Unwrap() error { return ErrInvalidLimit }
 // algorithms that refuse a Limit that [Limit.Validate] accepts.
 func NewLimitError(l Limit, reason string) error { return &LimitError{Limit: l, reason: reason} }
 
+// NewCostError returns a [CostError] for a cost under l with the given
+// reason; exceeds says that the cost is above the most l can ever allow
+// (it then also wraps [ErrCostExceedsBurst]).
+func NewCostError(cost int64, l Limit, reason string, exceeds bool) error {
+	return &CostError{Cost: cost, Limit: l, reason: reason, exceeds: exceeds}
+}
+
 // CostError describes a cost that cannot be decided against a Limit. It
 // wraps [ErrInvalidCost], and [ErrCostExceedsBurst] when Cost > Limit.Burst.
 type CostError struct {

@@ -95,9 +95,9 @@ func (l Limit) Validate() error {
 func (l Limit) ValidateCost(n int64) error {
 	switch {
 	case n < 0:
-		return &CostError{Cost: n, Limit: l, reason: "cost must not be negative"}
+		return NewCostError(n, l, "cost must not be negative", false)
 	case n > l.Burst:
-		return &CostError{Cost: n, Limit: l, reason: "cost exceeds burst, so it can never be allowed", exceeds: true}
+		return NewCostError(n, l, "cost exceeds burst, so it can never be allowed", true)
 	}
 	return nil
 }

@@ -59,10 +59,18 @@ type LocalTx interface {
 	// NowMicros is the store's clock in Unix microseconds: the in-process
 	// equivalent of Redis TIME.
 	NowMicros() int64
-	// Get returns the integer stored at key, if any and not expired.
+	// Get returns the integer stored at key, if any and not expired; a key
+	// holding a structured value (see Load) reads as missing.
 	Get(key string) (int64, bool)
 	// Set stores v at key, expiring after ttl.
 	Set(key string, v int64, ttl time.Duration)
+	// Load returns the structured value stored at key (a window's counts,
+	// a log of timestamps), if any and not expired; a key holding an
+	// integer reads as missing. The value is the one passed to Store:
+	// scripts that change it in place must Store it again.
+	Load(key string) (any, bool)
+	// Store stores a structured value at key, expiring after ttl.
+	Store(key string, v any, ttl time.Duration)
 	// Del removes key.
 	Del(key string)
 }

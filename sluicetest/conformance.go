@@ -2,10 +2,15 @@ package sluicetest
 
 import (
 	"context"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // Tier is one way of running Sluice's scripts, handed to [RunConformance]:
@@ -16,7 +21,8 @@ type Tier struct {
 	Name string
 	// Store runs the scripts.
 	Store sluice.Store
-	// Get returns the raw value stored at key, and false if there is none.
+	// Get returns the raw value stored at key, and false if there is none
+	// (for a structured value on the in-process tier, a placeholder).
 	Get func(ctx context.Context, key string) (string, bool, error)
 	// TTL returns the time to live of key, and false if there is none.
 	TTL func(ctx context.Context, key string) (time.Duration, bool, error)
@@ -30,11 +36,296 @@ type Tier struct {
 // Epoch is the fake clock's start in the conformance vectors: a Unix
 // microsecond value with 16 significant digits and non-zero trailing
 // digits, so that any loss of precision in a script changes a decision.
+// A one-second window has run for 123457 µs at Epoch.
 var Epoch = time.UnixMicro(1_767_225_600_123_457) // 2026-01-01T00:00:00.123457Z
 
-// RunConformance runs every algorithm's conformance vectors against the
-// tier built by newTier. Every tier runs the same vectors and must produce
-// the same decisions, which are also checked against the in-process model.
+// RunConformance runs every algorithm's conformance tests against the tier
+// built by newTier. Every tier runs the same tests and must produce the
+// same decisions, which are also checked against the in-process model.
 func RunConformance(t *testing.T, newTier func(t *testing.T) Tier) {
-	t.Run("tokenbucket", func(t *testing.T) { runTokenBucket(t, newTier) })
+	for _, alg := range Algorithms {
+		t.Run(alg.Name, func(t *testing.T) { runAlgorithm(t, alg, newTier) })
+	}
+	t.Run("gcra and tokenbucket decide alike", func(t *testing.T) {
+		t.Parallel()
+		tier := newTier(t)
+		clock := NewFakeClock(Epoch)
+		a, err := algorithm("gcra").New(tier.Store, clock)
+		require.NoError(t, err)
+		b, err := algorithm("tokenbucket").New(tier.Store, clock)
+		require.NoError(t, err)
+		key := UniqueKey(t)
+		rng := newRand(t)
+		for i := range 300 {
+			limit := bucketLimits[rng.IntN(len(bucketLimits))]
+			n := rng.Int64N(limit.Burst + 1)
+			clock.Advance(time.Duration(rng.Int64N(int64(400*time.Millisecond))) - 20*time.Millisecond)
+			da, err := a.AllowN(t.Context(), key, limit, n)
+			require.NoError(t, err)
+			db, err := b.AllowN(t.Context(), key, limit, n)
+			require.NoError(t, err)
+			require.Equal(t, da, db, "step %d", i)
+		}
+	})
+}
+
+func algorithm(name string) Algorithm {
+	for _, a := range Algorithms {
+		if a.Name == name {
+			return a
+		}
+	}
+	panic("sluicetest: no algorithm " + name)
+}
+
+func newRand(t *testing.T) *rand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewPCG(seed, 42))
+}
+
+func runAlgorithm(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) {
+	setup := func(t *testing.T) (Tier, *FakeClock, Limiter, string) {
+		t.Parallel()
+		tier := newTier(t)
+		clock := NewFakeClock(Epoch)
+		l, err := alg.New(tier.Store, clock)
+		require.NoError(t, err)
+		return tier, clock, l, UniqueKey(t)
+	}
+
+	for _, v := range alg.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			tier, clock, l, key := setup(t)
+			for i, s := range v.Steps {
+				clock.Advance(s.Advance)
+				limit, k := v.Limit, key
+				if s.Limit != (sluice.Limit{}) {
+					limit = s.Limit
+				}
+				if s.Key != "" {
+					k = key + ":" + s.Key
+				}
+				call := l.AllowN
+				if s.Refund {
+					call = l.Refund
+				}
+				got, err := call(t.Context(), k, limit, s.N)
+				require.NoError(t, err, "step %d", i)
+				want := s.Want
+				want.Limit = limit
+				require.Equal(t, want, got, "%s: step %d (n=%d, refund %v)", tier.Name, i, s.N, s.Refund)
+			}
+		})
+	}
+
+	limit := sluice.Limit{Rate: 10, Period: time.Second, Burst: 5}
+	capacity := alg.Capacity(limit)
+
+	t.Run("state, TTL, and no writes on denial or peek", func(t *testing.T) {
+		tier, _, l, key := setup(t)
+		stateKey := key + alg.KeySuffix
+		_, err := l.AllowN(t.Context(), key, limit, 4)
+		require.NoError(t, err)
+		raw, ok, err := tier.Get(t.Context(), stateKey)
+		require.NoError(t, err)
+		require.True(t, ok, "state stored at the key plus %q", alg.KeySuffix)
+		ttl, ok, err := tier.TTL(t.Context(), stateKey)
+		require.NoError(t, err)
+		require.True(t, ok, "every write sets a TTL")
+		require.Greater(t, ttl, time.Second, "the TTL covers the state's life plus a 1 s margin")
+		require.LessOrEqual(t, ttl, 2*limit.Period+time.Second)
+		if alg.IntegerState {
+			// Exact microseconds: through Lua's tostring or '..' this
+			// would read 1.7672256004235e+15.
+			require.Equal(t, strconv.FormatInt(Epoch.UnixMicro()+400_000, 10), raw)
+			require.LessOrEqual(t, ttl, 1400*time.Millisecond, "400 ms to full, plus 1 s")
+		}
+
+		_, err = l.AllowN(t.Context(), key, limit, capacity) // denied
+		require.NoError(t, err)
+		_, err = l.AllowN(t.Context(), key, limit, 0)
+		require.NoError(t, err)
+		again, _, err := tier.Get(t.Context(), stateKey)
+		require.NoError(t, err)
+		require.Equal(t, raw, again, "a denial and a peek write nothing")
+
+		_, err = l.AllowN(t.Context(), key+":peek", limit, 0)
+		require.NoError(t, err)
+		_, ok, err = tier.Get(t.Context(), key+":peek"+alg.KeySuffix)
+		require.NoError(t, err)
+		require.False(t, ok, "a peek of a missing key creates nothing")
+
+		require.NoError(t, l.Reset(t.Context(), key))
+		_, ok, err = tier.Get(t.Context(), stateKey)
+		require.NoError(t, err)
+		require.False(t, ok, "Reset deletes the state")
+		d, err := l.AllowN(t.Context(), key, limit, 0)
+		require.NoError(t, err)
+		require.Equal(t, capacity, d.Remaining, "after Reset, the full limit")
+	})
+
+	t.Run("peek consumes nothing", func(t *testing.T) {
+		_, _, l, key := setup(t)
+		_, err := l.AllowN(t.Context(), key, limit, 2)
+		require.NoError(t, err)
+		p1, err := l.AllowN(t.Context(), key, limit, 0)
+		require.NoError(t, err)
+		p2, err := l.AllowN(t.Context(), key, limit, 0)
+		require.NoError(t, err)
+		require.Equal(t, p1, p2)
+		require.Equal(t, capacity-2, p1.Remaining)
+		d, err := l.AllowN(t.Context(), key, limit, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		require.Equal(t, p1.Remaining-1, d.Remaining)
+	})
+
+	t.Run("server clock by default", func(t *testing.T) {
+		t.Parallel()
+		tier := newTier(t)
+		l, err := alg.New(tier.Store, nil)
+		require.NoError(t, err)
+		key := UniqueKey(t)
+		// Two a day: a window boundary during the test is unlikely.
+		daily := sluice.Limit{Rate: 2, Period: 24 * time.Hour, Burst: 2}
+		for _, want := range []bool{true, true, false} {
+			d, err := l.AllowN(t.Context(), key, daily, 1)
+			require.NoError(t, err)
+			require.Equal(t, want, d.Allowed)
+		}
+		if alg.IntegerState {
+			raw, ok, err := tier.Get(t.Context(), key+alg.KeySuffix)
+			require.NoError(t, err)
+			require.True(t, ok)
+			tat, err := strconv.ParseInt(raw, 10, 64)
+			require.NoError(t, err)
+			// The server's now plus two twelve-hour intervals.
+			require.InDelta(t, time.Now().Add(24*time.Hour).UnixMicro(), tat, float64(time.Minute.Microseconds()))
+		}
+	})
+
+	t.Run("invalid input is rejected before any write", func(t *testing.T) {
+		tier, _, l, key := setup(t)
+		cases := []struct {
+			name  string
+			key   string
+			limit sluice.Limit
+			n     int64
+			is    []error
+		}{
+			{"zero limit", key, sluice.Limit{}, 1, []error{sluice.ErrInvalidLimit}},
+			{"zero rate", key, sluice.Limit{Rate: 0, Period: time.Second, Burst: 1}, 1, []error{sluice.ErrInvalidLimit}},
+			{"negative rate", key, sluice.Limit{Rate: -5, Period: time.Second, Burst: 1}, 1, []error{sluice.ErrInvalidLimit}},
+			{"period under 1 ms", key, sluice.Limit{Rate: 1, Period: 999 * time.Microsecond, Burst: 1}, 1, []error{sluice.ErrInvalidLimit}},
+			{"negative period", key, sluice.Limit{Rate: 1, Period: -time.Second, Burst: 1}, 1, []error{sluice.ErrInvalidLimit}},
+			{"period over a year", key, sluice.Limit{Rate: 1, Period: 367 * 24 * time.Hour, Burst: 1}, 1, []error{sluice.ErrInvalidLimit}},
+			{"zero burst", key, sluice.Limit{Rate: 1, Period: time.Second, Burst: 0}, 1, []error{sluice.ErrInvalidLimit}},
+			{"huge burst", key, sluice.Limit{Rate: 1, Period: time.Second, Burst: sluice.MaxBurst + 1}, 1, []error{sluice.ErrInvalidLimit}},
+			{"huge rate", key, sluice.Limit{Rate: 1 << 62, Period: time.Second, Burst: 1}, 1, []error{sluice.ErrInvalidLimit}},
+			{"more than one per microsecond", key, sluice.Limit{Rate: 2_000_001, Period: 2 * time.Second, Burst: 1}, 1, []error{sluice.ErrInvalidLimit}},
+			{"negative cost", key, limit, -1, []error{sluice.ErrInvalidCost}},
+			{"cost above capacity", key, limit, capacity + 1, []error{sluice.ErrInvalidCost, sluice.ErrCostExceedsBurst}},
+			{"empty key", "", limit, 1, []error{sluice.ErrInvalidKey}},
+		}
+		for _, c := range cases {
+			d, err := l.AllowN(t.Context(), c.key, c.limit, c.n)
+			require.Error(t, err, c.name)
+			for _, target := range c.is {
+				require.ErrorIs(t, err, target, c.name)
+			}
+			require.Equal(t, sluice.Decision{}, d, c.name)
+		}
+		_, err := l.Refund(t.Context(), key, limit, 0)
+		require.ErrorIs(t, err, sluice.ErrInvalidCost, "a refund of 0")
+		_, err = l.Refund(t.Context(), key, limit, capacity+1)
+		require.ErrorIs(t, err, sluice.ErrCostExceedsBurst, "a refund above capacity")
+		require.ErrorIs(t, l.Reset(t.Context(), ""), sluice.ErrInvalidKey)
+		_, found, err := tier.Get(t.Context(), key+alg.KeySuffix)
+		require.NoError(t, err)
+		require.False(t, found, "nothing written")
+	})
+
+	t.Run("the script validates its own arguments", func(t *testing.T) {
+		tier, _, _, key := setup(t)
+		state := key + alg.KeySuffix
+		now := Epoch.UnixMicro()
+		cases := []struct {
+			name string
+			keys []string
+			args []int64
+			is   error
+		}{
+			{"zero rate", []string{state}, []int64{0, 1_000_000, 5, 1, now}, sluice.ErrInvalidLimit},
+			{"rate over 1e12", []string{state}, []int64{2_000_000_000_000, 31_622_400_000_000, 1, 1, now}, sluice.ErrInvalidLimit},
+			{"rate above period_us", []string{state}, []int64{1_000_001, 1_000_000, 5, 1, now}, sluice.ErrInvalidLimit},
+			{"period under 1 ms", []string{state}, []int64{1, 999, 5, 1, now}, sluice.ErrInvalidLimit},
+			{"negative burst", []string{state}, []int64{1, 1_000_000, -5, 1, now}, sluice.ErrInvalidLimit},
+			{"burst over the maximum", []string{state}, []int64{1, 1_000_000, sluice.MaxBurst + 1, 1, now}, sluice.ErrInvalidLimit},
+			{"cost above capacity", []string{state}, []int64{10, 1_000_000, 5, capacity + 1, now}, sluice.ErrCostExceedsBurst},
+			{"refund above capacity", []string{state}, []int64{10, 1_000_000, 5, -capacity - 1, now}, sluice.ErrInvalidCost},
+			{"negative now", []string{state}, []int64{10, 1_000_000, 5, 1, -1}, sluice.ErrInvalidLimit},
+			{"now after 2100", []string{state}, []int64{10, 1_000_000, 5, 1, 4_102_444_800_000_001}, sluice.ErrInvalidLimit},
+			{"missing arguments", []string{state}, []int64{10, 1_000_000}, sluice.ErrInvalidLimit},
+			{"extra arguments", []string{state}, []int64{10, 1_000_000, 5, 1, now, 7}, sluice.ErrInvalidLimit},
+			{"empty key", []string{""}, []int64{10, 1_000_000, 5, 1, now}, sluice.ErrInvalidKey},
+			{"two keys", []string{sluice.Key(key, "a"), sluice.Key(key, "b")}, []int64{10, 1_000_000, 5, 1, now}, sluice.ErrInvalidKey},
+		}
+		for _, c := range cases {
+			_, err := tier.Store.Run(t.Context(), alg.Script, c.keys, c.args)
+			require.ErrorIs(t, sluice.ScriptError(err), c.is, c.name)
+		}
+		if tier.Raw != nil {
+			for _, bad := range []string{"nan", "NaN", "inf", "-inf", "1e400", "1.5", "", "abc", "0x", "5 apples"} {
+				_, err := tier.Raw(t.Context(), alg.Script, []string{state}, bad, "1000000", "5", "1")
+				require.ErrorIs(t, sluice.ScriptError(err), sluice.ErrInvalidLimit, "rate %q", bad)
+				_, err = tier.Raw(t.Context(), alg.Script, []string{state}, "10", "1000000", "5", bad)
+				require.ErrorIs(t, sluice.ScriptError(err), sluice.ErrInvalidCost, "cost %q", bad)
+			}
+		}
+		_, found, err := tier.Get(t.Context(), state)
+		require.NoError(t, err)
+		require.False(t, found, "nothing written")
+	})
+
+	t.Run("random sequences match the in-process model, and retries are honest", func(t *testing.T) {
+		tier, clock, got, key := setup(t)
+		want, err := alg.New(memstore.New(), clock)
+		require.NoError(t, err)
+		rng := newRand(t)
+		ctx := t.Context()
+		for i := range 300 {
+			limit := alg.Limits[rng.IntN(len(alg.Limits))]
+			k := key + ":" + strconv.Itoa(rng.IntN(3))
+			clock.Advance(time.Duration(rng.Int64N(int64(400*time.Millisecond))) - 20*time.Millisecond)
+			var g, w sluice.Decision
+			var gErr, wErr error
+			switch op := rng.IntN(20); {
+			case op == 0:
+				require.NoError(t, got.Reset(ctx, k))
+				require.NoError(t, want.Reset(ctx, k))
+				continue
+			case op <= 2:
+				n := 1 + rng.Int64N(alg.Capacity(limit))
+				g, gErr = got.Refund(ctx, k, limit, n)
+				w, wErr = want.Refund(ctx, k, limit, n)
+			default:
+				n := rng.Int64N(alg.Capacity(limit) + 1)
+				g, gErr = got.AllowN(ctx, k, limit, n)
+				w, wErr = want.AllowN(ctx, k, limit, n)
+				if gErr == nil && !g.Allowed && rng.IntN(3) == 0 {
+					// Honest RetryAfter: the same request, exactly then,
+					// with nothing else in between, is allowed.
+					clock.Advance(g.RetryAfter)
+					g, gErr = got.AllowN(ctx, k, limit, n)
+					w, wErr = want.AllowN(ctx, k, limit, n)
+					require.NoError(t, gErr)
+					require.True(t, g.Allowed, "%s: step %d: retry at RetryAfter denied", tier.Name, i)
+				}
+			}
+			require.NoError(t, gErr, "step %d", i)
+			require.NoError(t, wErr, "step %d", i)
+			require.Equal(t, w, g, "%s: step %d", tier.Name, i)
+		}
+	})
 }

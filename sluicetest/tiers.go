@@ -3,6 +3,7 @@ package sluicetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -25,8 +26,13 @@ func MemTier(t *testing.T) Tier {
 		Name:  "memstore",
 		Store: s,
 		Get: func(_ context.Context, key string) (string, bool, error) {
-			v, ok := s.Value(key)
-			return strconv.FormatInt(v, 10), ok, nil
+			if v, ok := s.Value(key); ok {
+				return strconv.FormatInt(v, 10), true, nil
+			}
+			if v, ok := s.Object(key); ok {
+				return fmt.Sprint(v), true, nil
+			}
+			return "", false, nil
 		},
 		TTL: func(_ context.Context, key string) (time.Duration, bool, error) {
 			d, ok := s.TTL(key)
@@ -79,6 +85,16 @@ func RueidisTier(t *testing.T, server *RedisServer) Tier {
 func goRedisInspect(c *redis.Client) Tier {
 	return Tier{
 		Get: func(ctx context.Context, key string) (string, bool, error) {
+			kind, err := c.Type(ctx, key).Result()
+			switch {
+			case err != nil:
+				return "", false, err
+			case kind == "none":
+				return "", false, nil
+			case kind == "zset":
+				members, err := c.ZRangeWithScores(ctx, key, 0, -1).Result()
+				return fmt.Sprint(members), err == nil, err
+			}
 			v, err := c.Get(ctx, key).Result()
 			if errors.Is(err, redis.Nil) {
 				return "", false, nil

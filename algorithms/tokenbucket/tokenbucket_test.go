@@ -14,8 +14,6 @@ import (
 
 func TestMain(m *testing.M) { sluicetest.Main(m) }
 
-func TestConformance(t *testing.T) { sluicetest.RunAllTiers(t) }
-
 func TestNewRejectsBadArguments(t *testing.T) {
 	_, err := tokenbucket.New(nil)
 	require.ErrorContains(t, err, "store must not be nil")

@@ -30,11 +30,6 @@ func newClient(t *testing.T, server *sluicetest.RedisServer) *redis.Client {
 	return c
 }
 
-func TestConformance(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
-	sluicetest.RunConformance(t, func(t *testing.T) sluicetest.Tier { return sluicetest.GoRedisTier(t, server) })
-}
-
 func TestScriptCacheLoss(t *testing.T) {
 	sluicetest.RunScriptCacheLoss(t, func(t *testing.T, server *sluicetest.RedisServer) sluice.Store {
 		return goredisstore.New(newClient(t, server))

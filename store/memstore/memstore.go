@@ -62,6 +62,7 @@ type shard struct {
 
 type entry struct {
 	value       int64
+	object      any // a structured value (LocalTx.Store); nil for an integer
 	expiresAtUs int64
 }
 
@@ -176,6 +177,16 @@ func (s *Store) Value(key string) (int64, bool) {
 	return t.Get(key)
 }
 
+// Object returns the structured value stored at key, and false if it is
+// missing, expired or an integer.
+func (s *Store) Object(key string) (any, bool) {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := tx{store: s, now: s.clock.Now().UnixMicro()}
+	return t.Load(key)
+}
+
 // TTL returns the time left before key expires, and false if it is missing.
 func (s *Store) TTL(key string) (time.Duration, bool) {
 	sh := s.shardOf(key)
@@ -205,15 +216,31 @@ func (t *tx) NowMicros() int64 { return t.now }
 
 func (t *tx) Get(key string) (int64, bool) {
 	e, ok := t.store.shardOf(key).entries[key]
-	if !ok || e.expiresAtUs <= t.now {
+	if !ok || e.expiresAtUs <= t.now || e.object != nil {
 		return 0, false
 	}
 	return e.value, true
 }
 
 func (t *tx) Set(key string, v int64, ttl time.Duration) {
+	t.put(key, entry{value: v, expiresAtUs: t.now + ttl.Microseconds()})
+}
+
+func (t *tx) Load(key string) (any, bool) {
+	e, ok := t.store.shardOf(key).entries[key]
+	if !ok || e.expiresAtUs <= t.now || e.object == nil {
+		return nil, false
+	}
+	return e.object, true
+}
+
+func (t *tx) Store(key string, v any, ttl time.Duration) {
+	t.put(key, entry{object: v, expiresAtUs: t.now + ttl.Microseconds()})
+}
+
+func (t *tx) put(key string, e entry) {
 	sh := t.store.shardOf(key)
-	sh.entries[key] = entry{value: v, expiresAtUs: t.now + ttl.Microseconds()}
+	sh.entries[key] = e
 	sh.peakEntries = max(sh.peakEntries, len(sh.entries))
 	sh.writes++
 	if sh.writes >= sh.sweepAfter {

@@ -22,11 +22,6 @@ func newClient(t *testing.T, server *sluicetest.RedisServer) rueidis.Client {
 	return c
 }
 
-func TestConformance(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
-	sluicetest.RunConformance(t, func(t *testing.T) sluicetest.Tier { return sluicetest.RueidisTier(t, server) })
-}
-
 func TestScriptCacheLoss(t *testing.T) {
 	sluicetest.RunScriptCacheLoss(t, func(t *testing.T, server *sluicetest.RedisServer) sluice.Store {
 		return rueidisstore.New(newClient(t, server))

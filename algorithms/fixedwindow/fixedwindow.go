@@ -1,0 +1,70 @@
+package fixedwindow
+
+import (
+	"context"
+	_ "embed"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/scriptlimit"
+)
+
+//go:embed fixedwindow.lua
+var body string
+
+// KeySuffix is appended to the caller's key to name the state's Redis key.
+const KeySuffix = ":fw"
+
+var spec = &scriptlimit.Spec{
+	Name:        "fixedwindow",
+	Script:      scriptlimit.NewScript(body, runLocal),
+	ResetScript: scriptlimit.DeleteScript,
+	KeySuffix:   KeySuffix,
+	Capacity:    func(l sluice.Limit) int64 { return l.Rate },
+	// A window's end seen from a clock gone back from 2100 to 1970.
+	MaxReplyMicros: scriptlimit.MaxNowMicros + 31622400000000,
+}
+
+// Script returns the fixed window decision script paired with its Go
+// model, for stores that preload scripts and for tests.
+func Script() *sluice.Script { return spec.Script }
+
+// Limiter is a fixed window limiter on a [sluice.Store]. It is safe for
+// concurrent use.
+type Limiter struct{ core *scriptlimit.Limiter }
+
+var _ sluice.Limiter = (*Limiter)(nil)
+
+// Option configures a [Limiter].
+type Option = scriptlimit.Option
+
+// WithClock makes the limiter send clock's time with every call instead of
+// letting the script read the Redis server clock (client-clock mode, for
+// tests). The default is the server clock.
+func WithClock(clock sluice.Clock) Option { return scriptlimit.WithClock(clock) }
+
+// New returns a fixed window limiter on store. It does no I/O.
+func New(store sluice.Store, opts ...Option) (*Limiter, error) {
+	core, err := scriptlimit.New(spec, store, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Limiter{core: core}, nil
+}
+
+// AllowN decides whether a request of cost n fits the current window at
+// key under limit, and counts it if so. n == 0 peeks. A denial is a
+// Decision with Allowed false; an error means no decision was made.
+func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	return l.core.AllowN(ctx, key, limit, n)
+}
+
+// Refund gives back n cost units (1 <= n <= Rate) to the window the key's
+// count belongs to, never below zero. A refund after that window has ended
+// gives nothing back: the new window starts full anyway. It returns the
+// state after the refund.
+func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	return l.core.Refund(ctx, key, limit, n)
+}
+
+// Reset deletes key's count: the next request sees a fresh window.
+func (l *Limiter) Reset(ctx context.Context, key string) error { return l.core.Reset(ctx, key) }

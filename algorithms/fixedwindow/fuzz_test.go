@@ -1,0 +1,13 @@
+package fixedwindow_test
+
+import (
+	"testing"
+
+	"github.com/sluicehq/sluice/sluicetest"
+)
+
+// FuzzScriptMatchesModel: the Lua script on a real redis-server against the
+// Go model (see sluicetest.FuzzScriptMatchesModel).
+//
+//	go test -run '^$' -fuzz FuzzScriptMatchesModel ./algorithms/fixedwindow/
+func FuzzScriptMatchesModel(f *testing.F) { sluicetest.FuzzScriptMatchesModel(f, "fixedwindow") }

@@ -1,0 +1,85 @@
+package gcra
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/scriptlimit"
+)
+
+//go:embed gcra.lua
+var body string
+
+// KeySuffix is appended to the caller's key to name the state's Redis key.
+const KeySuffix = ":gcra"
+
+var spec = &scriptlimit.Spec{
+	Name:           "gcra",
+	Script:         scriptlimit.NewScript(body, runLocal),
+	ResetScript:    scriptlimit.DeleteScript,
+	KeySuffix:      KeySuffix,
+	ValidateLimit:  scriptlimit.CheckInterval,
+	Capacity:       func(l sluice.Limit) int64 { return l.Burst },
+	MaxReplyMicros: scriptlimit.MaxNowMicros + 2*scriptlimit.MaxFillMicros,
+}
+
+// Script returns the GCRA decision script paired with its Go model, for
+// stores that preload scripts and for tests.
+func Script() *sluice.Script { return spec.Script }
+
+// Limiter is a GCRA limiter on a [sluice.Store]. It is safe for concurrent
+// use.
+type Limiter struct{ core *scriptlimit.Limiter }
+
+var _ sluice.Limiter = (*Limiter)(nil)
+
+// Option configures a [Limiter].
+type Option = scriptlimit.Option
+
+// WithClock makes the limiter send clock's time with every call instead of
+// letting the script read the Redis server clock (client-clock mode, for
+// tests). The default is the server clock.
+func WithClock(clock sluice.Clock) Option { return scriptlimit.WithClock(clock) }
+
+// New returns a GCRA limiter on store. It does no I/O.
+func New(store sluice.Store, opts ...Option) (*Limiter, error) {
+	core, err := scriptlimit.New(spec, store, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Limiter{core: core}, nil
+}
+
+// AllowN decides whether a request of cost n conforms at key under limit,
+// and records it if so. n == 0 peeks. A denial is a Decision with Allowed
+// false; an error means no decision was made.
+func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	return l.core.AllowN(ctx, key, limit, n)
+}
+
+// Refund gives back n emission intervals that a request took but did not
+// use (1 <= n <= Burst); the theoretical arrival time never moves before
+// now, so a refund cannot create more than a full burst. It returns the
+// state after the refund.
+func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	return l.core.Refund(ctx, key, limit, n)
+}
+
+// Reset deletes key's state: the next request sees a full burst.
+func (l *Limiter) Reset(ctx context.Context, key string) error { return l.core.Reset(ctx, key) }
+
+// ValidateLimit reports whether GCRA can enforce limit: it must pass
+// [sluice.Limit.Validate], and Period / Rate rounded up to whole
+// microseconds (the emission interval) must be within 1% of its exact
+// value.
+func ValidateLimit(limit sluice.Limit) error {
+	if err := limit.Validate(); err != nil {
+		return fmt.Errorf("gcra: %w", err)
+	}
+	if err := scriptlimit.CheckInterval(limit); err != nil {
+		return fmt.Errorf("gcra: %w", err)
+	}
+	return nil
+}

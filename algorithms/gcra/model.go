@@ -1,0 +1,87 @@
+package gcra
+
+import (
+	"errors"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/scriptlimit"
+)
+
+// The Go twin of gcra.lua, with the script's names; integer arithmetic
+// below 2^53 only, so the two agree exactly.
+
+const ttlMarginMs = 1000
+
+var (
+	errModelImprecise      = errors.New("SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds")
+	errModelInvalidFill    = errors.New("SLUICE_INVALID_LIMIT burst x period / rate is too long")
+	errModelCostAboveBurst = errors.New("SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed")
+	errModelRefundTooLarge = errors.New("SLUICE_INVALID_COST a refund cannot exceed burst")
+	errModelInvalidState   = errors.New("SLUICE_INVALID_STATE key does not hold a GCRA state")
+)
+
+// emission returns the emission interval and tolerance of a, or the
+// script's error.
+func emission(a scriptlimit.Args) (interval, tolerance int64, err error) {
+	interval = (a.PeriodUs + a.Rate - 1) / a.Rate
+	if (interval*a.Rate-a.PeriodUs)*100 > a.PeriodUs {
+		return 0, 0, errModelImprecise
+	}
+	if interval > scriptlimit.MaxFillMicros/a.Burst {
+		return 0, 0, errModelInvalidFill
+	}
+	if a.Cost > a.Burst {
+		return 0, 0, errModelCostAboveBurst
+	}
+	if a.Cost < -a.Burst {
+		return 0, 0, errModelRefundTooLarge
+	}
+	return interval, a.Burst * interval, nil
+}
+
+func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	a, err := scriptlimit.ParseArgs(tx, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	interval, tolerance, err := emission(a)
+	if err != nil {
+		return nil, err
+	}
+	tat := a.Now
+	if v, ok := tx.Get(a.Key); ok {
+		if v < 0 || v > scriptlimit.MaxNowMicros+scriptlimit.MaxFillMicros {
+			return nil, errModelInvalidState
+		}
+		tat = max(tat, v)
+	}
+
+	r := scriptlimit.Reply{Allowed: true}
+	store := func() {
+		tx.Set(a.Key, tat, time.Duration((tat-a.Now+999)/1000+ttlMarginMs)*time.Millisecond)
+	}
+	if a.Cost < 0 {
+		tat = max(tat+a.Cost*interval, a.Now)
+		if tat > a.Now {
+			store()
+		} else {
+			tx.Del(a.Key)
+		}
+	} else {
+		newTat := tat + max(a.Cost, 1)*interval
+		switch {
+		case newTat-a.Now > tolerance:
+			r.Allowed = false
+			r.RetryAfterUs = newTat - a.Now - tolerance
+		case a.Cost > 0:
+			tat = newTat
+			store()
+		}
+	}
+	if tat-a.Now < tolerance {
+		r.Remaining = (tolerance - (tat - a.Now)) / interval
+	}
+	r.ResetAfterUs = tat - a.Now
+	return r.Ints(), nil
+}

@@ -1,0 +1,36 @@
+package slidingcounter_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/sluicetest"
+)
+
+// TestConcurrentProcesses: 4 processes × 16 goroutines on one key of a real
+// redis-server for 2 s. On the recorded trace, no interval of length Period
+// holds more than 2 × Rate calls surely decided inside it; over the run the
+// counter admits about Rate per Period. (That every decision equals the
+// weighted-estimate formula is what the conformance suite and the
+// differential fuzz test check, against the Go model of the formula.)
+func TestConcurrentProcesses(t *testing.T) {
+	server := sluicetest.SharedRedis(t)
+	limit := sluice.Limit{Rate: 100, Period: 250 * time.Millisecond, Burst: 1}
+	calls := sluicetest.RunLoad(t, sluicetest.Load{
+		Algorithm: "slidingcounter", Backend: "go-redis", Addr: server.Addr(),
+		Key: sluice.Key(sluicetest.UniqueKey(t)), Limit: limit,
+		Processes: 4, Goroutines: 16, Duration: 2 * time.Second,
+	})
+	allowed := sluicetest.Allowed(calls)
+	worst := sluicetest.MaxSurelyWithin(allowed, limit.Period)
+	span := sluicetest.Span(calls)
+	ideal := float64(limit.Rate) * span.Seconds() / limit.Period.Seconds()
+	t.Logf("%d calls over %s, %d allowed (%.1f%% of Rate × T); at most %d within any %s",
+		len(calls), span, len(allowed), 100*float64(len(allowed))/ideal, worst, limit.Period)
+	require.LessOrEqual(t, worst, 2*int(limit.Rate), "more than 2 × Rate within one Period")
+	require.LessOrEqual(t, float64(len(allowed)), ideal+2*float64(limit.Rate))
+	require.GreaterOrEqual(t, float64(len(allowed)), 0.9*ideal)
+}

@@ -1,0 +1,70 @@
+package slidingcounter
+
+import (
+	"context"
+	_ "embed"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/scriptlimit"
+)
+
+//go:embed slidingcounter.lua
+var body string
+
+// KeySuffix is appended to the caller's key to name the state's Redis key.
+const KeySuffix = ":sc"
+
+var spec = &scriptlimit.Spec{
+	Name:        "slidingcounter",
+	Script:      scriptlimit.NewScript(body, runLocal),
+	ResetScript: scriptlimit.DeleteScript,
+	KeySuffix:   KeySuffix,
+	Capacity:    func(l sluice.Limit) int64 { return l.Rate },
+	// Three periods, seen from a clock gone back from 2100 to 1970.
+	MaxReplyMicros: scriptlimit.MaxNowMicros + 3*31622400000000,
+}
+
+// Script returns the sliding window counter decision script paired with its Go
+// model, for stores that preload scripts and for tests.
+func Script() *sluice.Script { return spec.Script }
+
+// Limiter is a sliding window counter limiter on a [sluice.Store]. It is safe for
+// concurrent use.
+type Limiter struct{ core *scriptlimit.Limiter }
+
+var _ sluice.Limiter = (*Limiter)(nil)
+
+// Option configures a [Limiter].
+type Option = scriptlimit.Option
+
+// WithClock makes the limiter send clock's time with every call instead of
+// letting the script read the Redis server clock (client-clock mode, for
+// tests). The default is the server clock.
+func WithClock(clock sluice.Clock) Option { return scriptlimit.WithClock(clock) }
+
+// New returns a sliding window counter limiter on store. It does no I/O.
+func New(store sluice.Store, opts ...Option) (*Limiter, error) {
+	core, err := scriptlimit.New(spec, store, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Limiter{core: core}, nil
+}
+
+// AllowN decides whether a request of cost n fits the sliding estimate at
+// key under limit, and counts it if so. n == 0 peeks. A denial is a
+// Decision with Allowed false; an error means no decision was made.
+func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	return l.core.AllowN(ctx, key, limit, n)
+}
+
+// Refund gives back n cost units (1 <= n <= Rate) to the current window's
+// count, never below zero. What was counted in the previous window is not
+// refunded (it is already fading out of the estimate). It returns the
+// state after the refund.
+func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	return l.core.Refund(ctx, key, limit, n)
+}
+
+// Reset deletes key's counts: the next request sees a fresh limit.
+func (l *Limiter) Reset(ctx context.Context, key string) error { return l.core.Reset(ctx, key) }

@@ -1,0 +1,34 @@
+package slidinglog_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/sluicetest"
+)
+
+// TestConcurrentProcesses: 4 processes × 16 goroutines on one key of a real
+// redis-server for 2 s. On the recorded trace, no interval of length Period
+// holds more than Rate calls that were surely decided inside it, and the
+// log keeps admitting Rate per Period under load.
+func TestConcurrentProcesses(t *testing.T) {
+	server := sluicetest.SharedRedis(t)
+	limit := sluice.Limit{Rate: 100, Period: 250 * time.Millisecond, Burst: 1}
+	calls := sluicetest.RunLoad(t, sluicetest.Load{
+		Algorithm: "slidinglog", Backend: "rueidis", Addr: server.Addr(),
+		Key: sluice.Key(sluicetest.UniqueKey(t)), Limit: limit,
+		Processes: 4, Goroutines: 16, Duration: 2 * time.Second,
+	})
+	allowed := sluicetest.Allowed(calls)
+	worst := sluicetest.MaxSurelyWithin(allowed, limit.Period)
+	span := sluicetest.Span(calls)
+	ideal := float64(limit.Rate) * span.Seconds() / limit.Period.Seconds()
+	t.Logf("%d calls over %s, %d allowed (%.1f%% of Rate × T); at most %d within any %s",
+		len(calls), span, len(allowed), 100*float64(len(allowed))/ideal, worst, limit.Period)
+	require.LessOrEqual(t, worst, int(limit.Rate), "more than Rate within one Period")
+	require.LessOrEqual(t, float64(len(allowed)), ideal+float64(limit.Rate))
+	require.GreaterOrEqual(t, float64(len(allowed)), 0.9*ideal)
+}

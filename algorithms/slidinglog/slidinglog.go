@@ -1,0 +1,89 @@
+package slidinglog
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/scriptlimit"
+)
+
+//go:embed slidinglog.lua
+var body string
+
+// KeySuffix is appended to the caller's key to name the state's Redis key.
+const KeySuffix = ":sl"
+
+var spec = &scriptlimit.Spec{
+	Name:           "slidinglog",
+	Script:         scriptlimit.NewScript(body, runLocal),
+	ResetScript:    scriptlimit.DeleteScript,
+	KeySuffix:      KeySuffix,
+	ValidateLimit:  validateRate,
+	Capacity:       func(l sluice.Limit) int64 { return l.Rate },
+	MaxReplyMicros: 31622400000000, // one period at most
+}
+
+// Script returns the sliding log decision script paired with its Go
+// model, for stores that preload scripts and for tests.
+func Script() *sluice.Script { return spec.Script }
+
+// Limiter is a sliding window log limiter on a [sluice.Store]. It is safe for
+// concurrent use.
+type Limiter struct{ core *scriptlimit.Limiter }
+
+var _ sluice.Limiter = (*Limiter)(nil)
+
+// Option configures a [Limiter].
+type Option = scriptlimit.Option
+
+// WithClock makes the limiter send clock's time with every call instead of
+// letting the script read the Redis server clock (client-clock mode, for
+// tests). The default is the server clock.
+func WithClock(clock sluice.Clock) Option { return scriptlimit.WithClock(clock) }
+
+// New returns a sliding window log limiter on store. It does no I/O.
+func New(store sluice.Store, opts ...Option) (*Limiter, error) {
+	core, err := scriptlimit.New(spec, store, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Limiter{core: core}, nil
+}
+
+// AllowN decides whether a request of cost n fits the log of the last
+// Period at key under limit, and records it if so. n == 0 peeks. A denial is a
+// Decision with Allowed false; an error means no decision was made.
+func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	return l.core.AllowN(ctx, key, limit, n)
+}
+
+// Refund gives back n cost units (1 <= n <= Rate) by removing the n newest
+// entries still in the window (fewer if fewer are left). It returns the
+// state after the refund.
+func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	return l.core.Refund(ctx, key, limit, n)
+}
+
+// Reset deletes key's log: the next request sees a fresh limit.
+func (l *Limiter) Reset(ctx context.Context, key string) error { return l.core.Reset(ctx, key) }
+
+// ValidateLimit reports whether the sliding log can enforce limit: it must
+// pass [sluice.Limit.Validate] and have a Rate of at most [MaxRate].
+func ValidateLimit(limit sluice.Limit) error {
+	if err := limit.Validate(); err != nil {
+		return fmt.Errorf("slidinglog: %w", err)
+	}
+	if err := validateRate(limit); err != nil {
+		return fmt.Errorf("slidinglog: %w", err)
+	}
+	return nil
+}
+
+func validateRate(limit sluice.Limit) error {
+	if limit.Rate > MaxRate {
+		return sluice.NewLimitError(limit, fmt.Sprintf("a sliding log keeps one entry per admitted unit, so its rate must be at most %d; use the sliding window counter for larger limits", MaxRate))
+	}
+	return nil
+}

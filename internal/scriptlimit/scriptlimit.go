@@ -1,0 +1,317 @@
+// Package scriptlimit is the machinery every Sluice algorithm shares: the
+// Lua prelude that parses and validates the common arguments, its Go twin,
+// and a limiter that validates input, sends a decision script through a
+// [sluice.Store] and turns the reply into a [sluice.Decision].
+//
+// Each algorithm supplies a [Spec]: its script body, its key suffix, how it
+// reads a Limit (its capacity, any extra validation) and its reset script.
+//
+// Every decision script replies {allowed (0|1), remaining, retry_after_us,
+// reset_after_us}.
+package scriptlimit
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+//go:embed prelude.lua
+var prelude string
+
+// NewScript returns the decision script made of the shared prelude and
+// body, paired with its Go twin.
+func NewScript(body string, local sluice.LocalFunc) *sluice.Script {
+	return sluice.NewScript(prelude+body, local)
+}
+
+// Bounds shared by the prelude and ParseArgs.
+const (
+	MaxNowMicros  = 4102444800000000 // 2100-01-01
+	MaxFillMicros = 316224000000000  // 10 x 366 days
+	maxPeriodUs   = 31622400000000   // 366 days
+	maxRateBurst  = 1_000_000_000_000
+)
+
+// The prelude's error replies, as the Go twins return them.
+var (
+	ErrModelInvalidKey   = errors.New("SLUICE_INVALID_KEY one non-empty key expected")
+	ErrModelInvalidArgs  = errors.New("SLUICE_INVALID_LIMIT 4 or 5 arguments expected")
+	ErrModelInvalidLimit = errors.New("SLUICE_INVALID_LIMIT rate, period_us and burst must be integers in range")
+	ErrModelInvalidCost  = errors.New("SLUICE_INVALID_COST cost must be an integer")
+	ErrModelInvalidNow   = errors.New("SLUICE_INVALID_LIMIT now_us must be an integer in range")
+)
+
+// Args are the prelude's parsed arguments.
+type Args struct {
+	Key                         string
+	Rate, PeriodUs, Burst, Cost int64
+	Now                         int64 // Unix microseconds
+}
+
+// ParseArgs is the Go twin of the prelude: the same checks in the same
+// order, with tx's clock standing in for TIME.
+func ParseArgs(tx sluice.LocalTx, keys []string, args []int64) (Args, error) {
+	if len(keys) != 1 || keys[0] == "" {
+		return Args{}, ErrModelInvalidKey
+	}
+	if len(args) != 4 && len(args) != 5 {
+		return Args{}, ErrModelInvalidArgs
+	}
+	a := Args{Key: keys[0], Rate: args[0], PeriodUs: args[1], Burst: args[2], Cost: args[3]}
+	if a.PeriodUs < 1000 || a.PeriodUs > maxPeriodUs || a.Rate < 1 || a.Rate > min(a.PeriodUs, maxRateBurst) ||
+		a.Burst < 1 || a.Burst > maxRateBurst {
+		return Args{}, ErrModelInvalidLimit
+	}
+	if a.Cost < -maxRateBurst || a.Cost > maxRateBurst {
+		return Args{}, ErrModelInvalidCost
+	}
+	a.Now = tx.NowMicros()
+	if len(args) == 5 {
+		a.Now = args[4]
+		if a.Now < 0 || a.Now > MaxNowMicros {
+			return Args{}, ErrModelInvalidNow
+		}
+	}
+	return a, nil
+}
+
+// Reply is a decision script's reply.
+type Reply struct {
+	Allowed                    bool
+	Remaining                  int64
+	RetryAfterUs, ResetAfterUs int64
+}
+
+// Ints returns the reply as the script's integers.
+func (r Reply) Ints() []int64 {
+	var allowed int64
+	if r.Allowed {
+		allowed = 1
+	}
+	return []int64{allowed, r.Remaining, r.RetryAfterUs, r.ResetAfterUs}
+}
+
+// Spec describes an algorithm to [New].
+type Spec struct {
+	// Name prefixes errors ("tokenbucket: ...").
+	Name string
+	// Script decides; it starts with the prelude (see NewScript).
+	Script *sluice.Script
+	// ResetScript deletes the state of KEYS[1]; it takes the same
+	// arguments as Script with a cost of 0.
+	ResetScript *sluice.Script
+	// KeySuffix is appended to the caller's key to name the state key.
+	KeySuffix string
+	// ValidateLimit checks what the algorithm needs beyond
+	// Limit.Validate; nil when nothing.
+	ValidateLimit func(sluice.Limit) error
+	// Capacity is the largest cost that can ever be allowed under a
+	// valid limit: Burst for buckets, Rate for windows.
+	Capacity func(sluice.Limit) int64
+	// MaxReplyMicros bounds the durations a reply may carry.
+	MaxReplyMicros int64
+}
+
+// Option configures a [Limiter]. Algorithm packages re-export it.
+type Option interface{ apply(*Limiter) error }
+
+type optionFunc func(*Limiter) error
+
+func (f optionFunc) apply(l *Limiter) error { return f(l) }
+
+// WithClock makes the limiter send clock's time with every call instead of
+// letting the script read the Redis server clock (client-clock mode).
+func WithClock(clock sluice.Clock) Option {
+	return optionFunc(func(l *Limiter) error {
+		if clock == nil {
+			return fmt.Errorf("%s: WithClock(nil): omit the option to use the server clock", l.spec.Name)
+		}
+		l.clock = clock
+		return nil
+	})
+}
+
+// Limiter runs an algorithm's scripts. It is safe for concurrent use.
+type Limiter struct {
+	spec  *Spec
+	store sluice.Store
+	clock sluice.Clock // nil: the script reads the server clock
+}
+
+// New returns a Limiter for spec on store. It does no I/O.
+func New(spec *Spec, store sluice.Store, opts []Option) (*Limiter, error) {
+	if store == nil {
+		return nil, fmt.Errorf("%s: store must not be nil", spec.Name)
+	}
+	l := &Limiter{spec: spec, store: store}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%s: nil option", spec.Name)
+		}
+		if err := o.apply(l); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// ValidateLimit applies Limit.Validate and the algorithm's own check.
+func (l *Limiter) ValidateLimit(limit sluice.Limit) error {
+	if err := limit.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", l.spec.Name, err)
+	}
+	if l.spec.ValidateLimit != nil {
+		if err := l.spec.ValidateLimit(limit); err != nil {
+			return fmt.Errorf("%s: %w", l.spec.Name, err)
+		}
+	}
+	return nil
+}
+
+// AllowN decides a request of cost n (0 peeks).
+func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if err := l.check(key, limit); err != nil {
+		return sluice.Decision{}, err
+	}
+	if err := l.validateCost(limit, n); err != nil {
+		return sluice.Decision{}, err
+	}
+	return l.run(ctx, key, limit, n)
+}
+
+// Refund gives n cost units back to key, as if a request had not used
+// them. It returns the state after the refund, with Allowed true.
+func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if err := l.check(key, limit); err != nil {
+		return sluice.Decision{}, err
+	}
+	if n < 1 {
+		return sluice.Decision{}, fmt.Errorf("%s: %w: a refund must be at least 1, got %d", l.spec.Name, sluice.ErrInvalidCost, n)
+	}
+	if err := l.validateCost(limit, n); err != nil {
+		return sluice.Decision{}, err
+	}
+	return l.run(ctx, key, limit, -n)
+}
+
+// Reset deletes key's state: the next request sees a fresh limit.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if err := sluice.ValidateKey(key); err != nil {
+		return fmt.Errorf("%s: %w", l.spec.Name, err)
+	}
+	args, err := l.args(1, 1, 1, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := l.store.Run(ctx, l.spec.ResetScript, []string{key + l.spec.KeySuffix}, args); err != nil {
+		return fmt.Errorf("%s: reset: %w", l.spec.Name, sluice.ScriptError(err))
+	}
+	return nil
+}
+
+func (l *Limiter) check(key string, limit sluice.Limit) error {
+	if err := sluice.ValidateKey(key); err != nil {
+		return fmt.Errorf("%s: %w", l.spec.Name, err)
+	}
+	return l.ValidateLimit(limit)
+}
+
+// validateCost checks 0 <= n <= the algorithm's capacity.
+func (l *Limiter) validateCost(limit sluice.Limit, n int64) error {
+	capacity := l.spec.Capacity(limit)
+	switch {
+	case n < 0:
+		return fmt.Errorf("%s: %w", l.spec.Name, sluice.NewCostError(n, limit, "cost must not be negative", false))
+	case n > capacity && capacity == limit.Burst:
+		return fmt.Errorf("%s: %w", l.spec.Name, sluice.NewCostError(n, limit, "cost exceeds burst, so it can never be allowed", true))
+	case n > capacity:
+		return fmt.Errorf("%s: %w", l.spec.Name, sluice.NewCostError(n, limit,
+			fmt.Sprintf("cost exceeds the %d a window allows (the limit's rate), so it can never be allowed", capacity), true))
+	}
+	return nil
+}
+
+func (l *Limiter) args(rate, periodUs, burst, cost int64) ([]int64, error) {
+	args := make([]int64, 4, 5)
+	args[0], args[1], args[2], args[3] = rate, periodUs, burst, cost
+	if l.clock != nil {
+		t := l.clock.Now()
+		now := t.UnixMicro()
+		if now < 0 || now > MaxNowMicros {
+			return nil, fmt.Errorf("%s: the clock reads %s, outside the years 1970 to 2100", l.spec.Name, t)
+		}
+		args = append(args, now)
+	}
+	return args, nil
+}
+
+func (l *Limiter) run(ctx context.Context, key string, limit sluice.Limit, cost int64) (sluice.Decision, error) {
+	args, err := l.args(limit.Rate, limit.PeriodMicros(), limit.Burst, cost)
+	if err != nil {
+		return sluice.Decision{}, err
+	}
+	reply, err := l.store.Run(ctx, l.spec.Script, []string{key + l.spec.KeySuffix}, args)
+	if err != nil {
+		return sluice.Decision{}, fmt.Errorf("%s: %w", l.spec.Name, sluice.ScriptError(err))
+	}
+	return l.parseReply(reply, limit)
+}
+
+// parseReply turns a decision script's reply into a Decision, checking its
+// shape: allowed means no retry, denied means a positive one, and nothing
+// exceeds its bounds.
+func (l *Limiter) parseReply(reply []int64, limit sluice.Limit) (sluice.Decision, error) {
+	if len(reply) != 4 {
+		return sluice.Decision{}, fmt.Errorf("%s: %w: %d values, want 4", l.spec.Name, sluice.ErrUnexpectedReply, len(reply))
+	}
+	allowed, remaining, retryUs, resetUs := reply[0], reply[1], reply[2], reply[3]
+	valid := (allowed == 1 && retryUs == 0 || allowed == 0 && retryUs > 0) &&
+		remaining >= 0 && remaining <= max(limit.Burst, limit.Rate) &&
+		retryUs <= l.spec.MaxReplyMicros && resetUs >= 0 && resetUs <= l.spec.MaxReplyMicros
+	if !valid {
+		return sluice.Decision{}, fmt.Errorf("%s: %w: %v", l.spec.Name, sluice.ErrUnexpectedReply, reply)
+	}
+	return sluice.Decision{
+		Allowed:    allowed == 1,
+		Limit:      limit,
+		Remaining:  remaining,
+		RetryAfter: time.Duration(retryUs) * time.Microsecond,
+		ResetAfter: time.Duration(resetUs) * time.Microsecond,
+	}, nil
+}
+
+// CheckInterval is the bucket algorithms' extra validation: Period / Rate
+// rounded up to whole microseconds (their refill or emission interval)
+// must be within 1% of its exact value, so that the enforced rate is never
+// more than 1% below Rate. Every limit up to 10,000 per second passes, and
+// any whose Period / Rate is a whole number of microseconds.
+func CheckInterval(limit sluice.Limit) error {
+	periodUs := limit.PeriodMicros()
+	interval := (periodUs + limit.Rate - 1) / limit.Rate
+	if (interval*limit.Rate-periodUs)*100 > periodUs {
+		return sluice.NewLimitError(limit, "period / rate must be within 1% of a whole number of microseconds "+
+			"(the interval's resolution); choose a rate that divides the period, or split the key")
+	}
+	return nil
+}
+
+// DeleteScript deletes KEYS[1]: the reset script of algorithms whose whole
+// state is that one key. It accepts and ignores the decision arguments.
+// It replies {1} if the key existed, {0} if not.
+var DeleteScript = sluice.NewScript("return {redis.call('DEL', KEYS[1])}", func(tx sluice.LocalTx, keys []string, _ []int64) ([]int64, error) {
+	if len(keys) != 1 || keys[0] == "" {
+		return nil, ErrModelInvalidKey
+	}
+	_, isInt := tx.Get(keys[0])
+	_, isObject := tx.Load(keys[0])
+	tx.Del(keys[0])
+	if isInt || isObject {
+		return []int64{1}, nil
+	}
+	return []int64{0}, nil
+})

@@ -1,0 +1,231 @@
+package sluicetest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/goredisstore"
+	"github.com/sluicehq/sluice/store/rueidisstore"
+)
+
+// workerEnv carries a Load to a worker process: the test binary started
+// again, which [Main] turns into a load generator instead of running tests.
+const workerEnv = "SLUICETEST_WORKER"
+
+// Load is a multi-process load on one key of a real redis-server.
+type Load struct {
+	Algorithm  string // a name from Algorithms
+	Backend    string // "go-redis" or "rueidis"
+	Addr       string // the redis-server
+	Key        string
+	Limit      sluice.Limit
+	Processes  int
+	Goroutines int // per process
+	Duration   time.Duration
+	Out        string // where a worker writes its calls; set by RunLoad
+}
+
+// Call is one AllowN of a load: when it started and ended on the shared
+// wall clock (Unix nanoseconds), and whether it was allowed. The script
+// decided at some instant in [Start, End] of the Redis server's clock,
+// which on the same host is the same clock.
+type Call struct {
+	Start, End int64
+	Allowed    bool
+}
+
+// RunLoad starts load.Processes copies of the test binary, each running
+// load.Goroutines goroutines that call AllowN(key, limit, 1) for
+// load.Duration, and returns every call of every process. The package's
+// TestMain must call [Main].
+func RunLoad(t *testing.T, load Load) []Call {
+	t.Helper()
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	results := make([][]Call, load.Processes)
+	for p := range load.Processes {
+		wg.Go(func() {
+			l := load
+			l.Out = filepath.Join(dir, strconv.Itoa(p))
+			spec, err := json.Marshal(l)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.count=1")
+			cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("worker %d: %v\n%s", p, err, out)
+				return
+			}
+			if results[p], err = readCalls(l.Out); err != nil {
+				t.Errorf("worker %d: %v", p, err)
+			}
+		})
+	}
+	wg.Wait()
+	var calls []Call
+	for _, r := range results {
+		calls = append(calls, r...)
+	}
+	sort.Slice(calls, func(i, j int) bool { return calls[i].Start < calls[j].Start })
+	return calls
+}
+
+// runWorker is a worker process's whole life: run the load, write the
+// calls, exit. It returns the exit code.
+func runWorker(spec string) int {
+	var load Load
+	if err := json.Unmarshal([]byte(spec), &load); err != nil {
+		fmt.Fprintln(os.Stderr, "worker spec:", err)
+		return 2
+	}
+	var store sluice.Store
+	switch load.Backend {
+	case "go-redis":
+		c := redis.NewClient(&redis.Options{Addr: load.Addr, MaxRetries: -1, PoolSize: load.Goroutines})
+		defer c.Close()
+		store = goredisstore.New(c)
+	case "rueidis":
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{load.Addr}, DisableCache: true})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rueidis:", err)
+			return 1
+		}
+		defer c.Close()
+		store = rueidisstore.New(c)
+	default:
+		fmt.Fprintln(os.Stderr, "unknown backend", load.Backend)
+		return 2
+	}
+	l, err := algorithm(load.Algorithm).New(store, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var (
+		mu     sync.Mutex
+		calls  []Call
+		failed atomic.Int64
+		wg     sync.WaitGroup
+	)
+	deadline := time.Now().Add(load.Duration)
+	for range load.Goroutines {
+		wg.Go(func() {
+			var mine []Call
+			for time.Now().Before(deadline) {
+				start := time.Now().UnixNano()
+				d, err := l.AllowN(context.Background(), load.Key, load.Limit, 1)
+				end := time.Now().UnixNano()
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				mine = append(mine, Call{Start: start, End: end, Allowed: d.Allowed})
+			}
+			mu.Lock()
+			calls = append(calls, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		fmt.Fprintf(os.Stderr, "%d calls failed\n", n)
+		return 1
+	}
+	f, err := os.Create(load.Out)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	w := bufio.NewWriter(f)
+	for _, c := range calls {
+		fmt.Fprintf(w, "%d %d %t\n", c.Start, c.End, c.Allowed)
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := f.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func readCalls(path string) ([]Call, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var calls []Call
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var c Call
+		if _, err := fmt.Sscanf(line, "%d %d %t", &c.Start, &c.End, &c.Allowed); err != nil {
+			return nil, fmt.Errorf("line %q: %w", line, err)
+		}
+		calls = append(calls, c)
+	}
+	return calls, nil
+}
+
+// Allowed returns the allowed calls, by start.
+func Allowed(calls []Call) []Call {
+	var out []Call
+	for _, c := range calls {
+		if c.Allowed {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Span returns the time from the first call's start to the last call's end.
+func Span(calls []Call) time.Duration {
+	if len(calls) == 0 {
+		return 0
+	}
+	last := calls[0].End
+	for _, c := range calls {
+		last = max(last, c.End)
+	}
+	return time.Duration(last - calls[0].Start)
+}
+
+// MaxSurelyWithin returns the largest number of allowed calls that surely
+// happened within one interval shorter than d: calls whose whole
+// [Start, End] lies in [s, s + d) for some s. It never overstates (a call's
+// decision instant is only known to lie within its [Start, End]), so a
+// bound it breaks is truly broken. calls must be sorted by Start.
+func MaxSurelyWithin(calls []Call, d time.Duration) int {
+	best := 0
+	for i, first := range calls {
+		n := 0
+		for _, c := range calls[i:] {
+			if c.Start >= first.Start+int64(d) {
+				break
+			}
+			if c.End < first.Start+int64(d) {
+				n++
+			}
+		}
+		best = max(best, n)
+	}
+	return best
+}
