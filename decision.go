@@ -26,7 +26,46 @@ type Decision struct {
 	// ResetAfter is how long until the limit is back to its full state
 	// (Remaining == Burst), rounded up.
 	ResetAfter time.Duration
+	// Source says how the decision was made: by the store (the zero
+	// value), or by a fallback policy while the store was unavailable.
+	Source Source
 }
+
+// Source says how a [Decision] was made.
+type Source uint8
+
+const (
+	// SourceStore: the store decided (Redis, or an in-process store).
+	SourceStore Source = iota
+	// SourceFallbackOpen: the store was unavailable and the fallback
+	// policy allowed the request without counting it.
+	SourceFallbackOpen
+	// SourceFallbackClosed: the store was unavailable and the fallback
+	// policy denied the request.
+	SourceFallbackClosed
+	// SourceFallbackLocal: the store was unavailable and an in-process
+	// limiter, sized to this process's share of the limit, decided.
+	SourceFallbackLocal
+)
+
+// String returns "store", "fallback-open", "fallback-closed" or
+// "fallback-local".
+func (s Source) String() string {
+	switch s {
+	case SourceStore:
+		return "store"
+	case SourceFallbackOpen:
+		return "fallback-open"
+	case SourceFallbackClosed:
+		return "fallback-closed"
+	case SourceFallbackLocal:
+		return "fallback-local"
+	}
+	return "unknown"
+}
+
+// Degraded reports whether a fallback policy made the decision.
+func (d Decision) Degraded() bool { return d.Source != SourceStore }
 
 // Limiter decides whether a request of cost n against key fits limit.
 //

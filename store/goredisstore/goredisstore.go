@@ -7,7 +7,7 @@
 // cache costs one extra round trip and never an error.
 //
 // The store never dials, never closes the caller's client and does no I/O
-// in [New]. See docs/clients.md for the client settings that matter to a
+// in [New]. See docs/failure.md for the client settings that matter to a
 // rate limiter (timeouts; MaxRetries, since a retried script can charge a
 // request twice; ContextTimeoutEnabled).
 package goredisstore

@@ -1,0 +1,285 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Defaults, each overridable with an option.
+const (
+	// DefaultTimeout is the time budget of one call to the store. A
+	// decision on a healthy Redis takes well under a millisecond; 50 ms
+	// leaves room for a slow network without letting a dead Redis hold
+	// requests noticeably.
+	DefaultTimeout = 50 * time.Millisecond
+	// DefaultFailureThreshold is how many consecutive failures open the
+	// breaker.
+	DefaultFailureThreshold = 5
+	// DefaultCooldown is how long the breaker stays open before letting
+	// probes through.
+	DefaultCooldown = 5 * time.Second
+	// DefaultProbes is how many calls the half-open breaker lets through
+	// at once; as many successes close it again.
+	DefaultProbes = 3
+	// DefaultMaxInFlight bounds the calls outstanding to the store.
+	DefaultMaxInFlight = 4096
+)
+
+// BreakerState is the state of the circuit breaker.
+type BreakerState int
+
+const (
+	// BreakerClosed: calls go to the store.
+	BreakerClosed BreakerState = iota
+	// BreakerHalfOpen: a few probe calls go to the store.
+	BreakerHalfOpen
+	// BreakerOpen: no call goes to the store; the policy decides.
+	BreakerOpen
+)
+
+func (s BreakerState) String() string {
+	switch s {
+	case BreakerClosed:
+		return "closed"
+	case BreakerHalfOpen:
+		return "half-open"
+	case BreakerOpen:
+		return "open"
+	}
+	return "unknown"
+}
+
+// ErrTimeout is the failure recorded when a call exceeds its budget.
+var ErrTimeout = errors.New("fallback: store call exceeded its time budget")
+
+// errExcluded is reported to the breaker for an outcome that says nothing
+// about the store's health: neither a success nor a failure.
+var errExcluded = errors.New("fallback: excluded from the breaker's counts")
+
+// errTooManyInFlight is the failure recorded when the in-flight bound is
+// reached.
+var errTooManyInFlight = errors.New("fallback: too many calls in flight to the store")
+
+// Limiter decorates a [sluice.Limiter] with a timeout budget, a circuit
+// breaker and a fallback policy. It is safe for concurrent use.
+type Limiter struct {
+	next        sluice.Limiter
+	policy      Policy
+	timeout     time.Duration
+	threshold   uint32
+	cooldown    time.Duration
+	probes      uint32
+	onChange    func(from, to BreakerState)
+	inFlight    chan struct{}
+	maxInFlight int
+	breaker     *gobreaker.TwoStepCircuitBreaker[struct{}]
+}
+
+var _ sluice.Limiter = (*Limiter)(nil)
+
+// Option configures a [Limiter].
+type Option interface{ apply(*Limiter) error }
+
+type optionFunc func(*Limiter) error
+
+func (f optionFunc) apply(l *Limiter) error { return f(l) }
+
+// WithPolicy sets what decides while the store is unavailable. The default
+// is [Open].
+func WithPolicy(p Policy) Option {
+	return optionFunc(func(l *Limiter) error {
+		if p == nil {
+			return errors.New("fallback: WithPolicy(nil)")
+		}
+		l.policy = p
+		return nil
+	})
+}
+
+// WithTimeout sets the time budget of one call to the store. The default
+// is [DefaultTimeout].
+func WithTimeout(d time.Duration) Option {
+	return optionFunc(func(l *Limiter) error {
+		if d <= 0 {
+			return fmt.Errorf("fallback: WithTimeout(%s): must be positive", d)
+		}
+		l.timeout = d
+		return nil
+	})
+}
+
+// WithBreaker sets how many consecutive failures open the breaker, how
+// long it stays open, and how many probes it lets through half-open. The
+// defaults are [DefaultFailureThreshold], [DefaultCooldown] and
+// [DefaultProbes].
+func WithBreaker(failures int, cooldown time.Duration, probes int) Option {
+	return optionFunc(func(l *Limiter) error {
+		if failures < 1 || cooldown <= 0 || probes < 1 {
+			return fmt.Errorf("fallback: WithBreaker(%d, %s, %d): each must be positive", failures, cooldown, probes)
+		}
+		l.threshold, l.cooldown, l.probes = uint32(failures), cooldown, uint32(probes)
+		return nil
+	})
+}
+
+// WithMaxInFlight bounds the calls outstanding to the store (calls that
+// timed out count until the client gives up on them). Beyond it, the
+// policy decides. The default is [DefaultMaxInFlight].
+func WithMaxInFlight(n int) Option {
+	return optionFunc(func(l *Limiter) error {
+		if n < 1 {
+			return fmt.Errorf("fallback: WithMaxInFlight(%d): must be positive", n)
+		}
+		l.maxInFlight = n
+		return nil
+	})
+}
+
+// WithStateChange sets a function called once for every change of the
+// breaker's state. It must not block.
+func WithStateChange(f func(from, to BreakerState)) Option {
+	return optionFunc(func(l *Limiter) error {
+		l.onChange = f
+		return nil
+	})
+}
+
+// New returns a Limiter that decorates next. It does no I/O.
+func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
+	if next == nil {
+		return nil, errors.New("fallback: next must not be nil")
+	}
+	l := &Limiter{
+		next:        next,
+		policy:      Open(),
+		timeout:     DefaultTimeout,
+		threshold:   DefaultFailureThreshold,
+		cooldown:    DefaultCooldown,
+		probes:      DefaultProbes,
+		maxInFlight: DefaultMaxInFlight,
+	}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("fallback: nil option")
+		}
+		if err := o.apply(l); err != nil {
+			return nil, err
+		}
+	}
+	l.inFlight = make(chan struct{}, l.maxInFlight)
+	l.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        "sluice",
+		MaxRequests: l.probes,
+		Timeout:     l.cooldown,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= l.threshold },
+		IsExcluded:  func(err error) bool { return errors.Is(err, errExcluded) },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			if l.onChange != nil {
+				l.onChange(breakerState(from), breakerState(to))
+			}
+		},
+	})
+	return l, nil
+}
+
+func breakerState(s gobreaker.State) BreakerState {
+	switch s {
+	case gobreaker.StateOpen:
+		return BreakerOpen
+	case gobreaker.StateHalfOpen:
+		return BreakerHalfOpen
+	}
+	return BreakerClosed
+}
+
+// State returns the breaker's current state.
+func (l *Limiter) State() BreakerState { return breakerState(l.breaker.State()) }
+
+type outcome struct {
+	d   sluice.Decision
+	err error
+}
+
+// AllowN decides through the store when it can, and by the policy when it
+// cannot; see the package documentation for the order of operations.
+func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if err := sluice.ValidateKey(key); err != nil {
+		return sluice.Decision{}, fmt.Errorf("fallback: %w", err)
+	}
+	if err := limit.Validate(); err != nil {
+		return sluice.Decision{}, fmt.Errorf("fallback: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return sluice.Decision{}, err
+	}
+	done, err := l.breaker.Allow()
+	if err != nil { // open, or half-open with its probes taken
+		return l.policy.decide(ctx, l, key, limit, n)
+	}
+	select {
+	case l.inFlight <- struct{}{}:
+	default:
+		done(errTooManyInFlight)
+		return l.policy.decide(ctx, l, key, limit, n)
+	}
+
+	callCtx, cancel := context.WithTimeout(ctx, l.timeout)
+	result := make(chan outcome, 1)
+	go func() {
+		defer func() { <-l.inFlight }()
+		d, err := l.next.AllowN(callCtx, key, limit, n)
+		result <- outcome{d, err}
+	}()
+	var r outcome
+	select {
+	case r = <-result:
+	case <-callCtx.Done():
+		// The call may still complete; its slot is released when it does.
+		r.err = ErrTimeout
+		if ctx.Err() != nil {
+			r.err = ctx.Err()
+		}
+	}
+	cancel()
+
+	switch {
+	case r.err == nil:
+		done(nil)
+		return r.d, nil
+	case ctx.Err() != nil:
+		done(errExcluded) // the caller gave up: says nothing about the store
+		return sluice.Decision{}, ctx.Err()
+	case IsConfigError(r.err):
+		done(errExcluded) // not the store's health: surface it, do not trip
+		return sluice.Decision{}, r.err
+	}
+	done(r.err)
+	return l.policy.decide(ctx, l, key, limit, n)
+}
+
+// IsConfigError reports whether err is a configuration error rather than a
+// store failure: invalid input, a key holding data of another kind, or a
+// Redis error that retrying or falling back would only hide (NOPERM,
+// NOAUTH, WRONGPASS, WRONGTYPE, CROSSSLOT, an unknown command or script
+// error).
+func IsConfigError(err error) bool {
+	for _, target := range []error{sluice.ErrInvalidLimit, sluice.ErrInvalidCost, sluice.ErrInvalidKey, sluice.ErrKeyConflict, sluice.ErrUnexpectedReply} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	msg := err.Error()
+	for _, code := range []string{"NOPERM", "NOAUTH", "WRONGPASS", "WRONGTYPE", "CROSSSLOT", "ERR unknown command", "ERR Error running script", "ERR user_script"} {
+		if strings.Contains(msg, code) {
+			return true
+		}
+	}
+	return false
+}
