@@ -283,6 +283,11 @@ var shared struct {
 	err         error
 	dir         string
 	mainRunning bool // set by Main, which stops the server at the end
+
+	clusterOnce sync.Once
+	cluster     *RedisCluster
+	clusterErr  error
+	clusterDirs []string
 }
 
 // SharedRedis returns the redis-server shared by the tests of this test
@@ -323,6 +328,14 @@ func Main(m *testing.M) {
 	code := m.Run()
 	if shared.server != nil {
 		shared.server.Stop()
+	}
+	if shared.cluster != nil {
+		for _, n := range shared.cluster.Nodes {
+			n.Stop()
+		}
+	}
+	for _, dir := range shared.clusterDirs {
+		_ = os.RemoveAll(dir)
 	}
 	if shared.dir != "" {
 		_ = os.RemoveAll(shared.dir)

@@ -81,8 +81,35 @@ func RueidisTier(t *testing.T, server *RedisServer) Tier {
 	return tier
 }
 
+// GoRedisClusterTier is the Lua scripts on a real Redis Cluster through
+// the go-redis ClusterClient.
+func GoRedisClusterTier(t *testing.T, cluster *RedisCluster) Tier {
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	tier := goRedisInspect(client)
+	tier.Name = "cluster/go-redis"
+	tier.Store = goredisstore.New(client)
+	return tier
+}
+
+// RueidisClusterTier is the Lua scripts on a real Redis Cluster through
+// the rueidis cluster client.
+func RueidisClusterTier(t *testing.T, cluster *RedisCluster) Tier {
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cluster.Addrs(), DisableCache: true})
+	if err != nil {
+		t.Fatalf("rueidis cluster client: %v", err)
+	}
+	t.Cleanup(client.Close)
+	inspect := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), MaxRetries: -1})
+	t.Cleanup(func() { _ = inspect.Close() })
+	tier := goRedisInspect(inspect)
+	tier.Name = "cluster/rueidis"
+	tier.Store = rueidisstore.New(client)
+	return tier
+}
+
 // goRedisInspect fills Get, TTL and Raw from a go-redis client.
-func goRedisInspect(c *redis.Client) Tier {
+func goRedisInspect(c redis.Cmdable) Tier {
 	return Tier{
 		Get: func(ctx context.Context, key string) (string, bool, error) {
 			kind, err := c.Type(ctx, key).Result()
@@ -120,8 +147,8 @@ func goRedisInspect(c *redis.Client) Tier {
 }
 
 // RunAllTiers runs the conformance suite on every tier: the in-process
-// model, miniredis, and a real redis-server (the package's shared one)
-// through go-redis and rueidis.
+// model, miniredis, a real redis-server (the package's shared one) and a
+// real 3-primary Redis Cluster, each through go-redis and rueidis.
 func RunAllTiers(t *testing.T) {
 	t.Run("memstore", func(t *testing.T) { RunConformance(t, MemTier) })
 	t.Run("miniredis", func(t *testing.T) { RunConformance(t, MiniredisTier) })
@@ -132,5 +159,13 @@ func RunAllTiers(t *testing.T) {
 	t.Run("redis/rueidis", func(t *testing.T) {
 		server := SharedRedis(t)
 		RunConformance(t, func(t *testing.T) Tier { return RueidisTier(t, server) })
+	})
+	t.Run("cluster/go-redis", func(t *testing.T) {
+		cluster := SharedCluster(t)
+		RunConformance(t, func(t *testing.T) Tier { return GoRedisClusterTier(t, cluster) })
+	})
+	t.Run("cluster/rueidis", func(t *testing.T) {
+		cluster := SharedCluster(t)
+		RunConformance(t, func(t *testing.T) Tier { return RueidisClusterTier(t, cluster) })
 	})
 }
