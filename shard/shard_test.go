@@ -204,4 +204,3 @@ func TestOnCluster(t *testing.T) {
 		}
 	})
 }
-
