@@ -20,6 +20,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
@@ -38,7 +39,14 @@ type Load struct {
 	Processes  int
 	Goroutines int // per process
 	Duration   time.Duration
-	Out        string // where a worker writes its calls; set by RunLoad
+	// LeaseBatch, when positive, puts a lease.Limiter with this batch size
+	// in front of the algorithm in every process.
+	LeaseBatch int64
+	// Dead is how many of the processes exit without closing their lease
+	// limiter, as a crashed pod would: the tokens they hold are lost.
+	Dead  int
+	Out   string // where a worker writes its calls; set by RunLoad
+	Index int    // the worker's number; set by RunLoad
 }
 
 // Call is one AllowN of a load: when it started and ended on the shared
@@ -63,6 +71,7 @@ func RunLoad(t *testing.T, load Load) []Call {
 		wg.Go(func() {
 			l := load
 			l.Out = filepath.Join(dir, strconv.Itoa(p))
+			l.Index = p
 			spec, err := json.Marshal(l)
 			if err != nil {
 				t.Error(err)
@@ -114,10 +123,22 @@ func runWorker(spec string) int {
 		fmt.Fprintln(os.Stderr, "unknown backend", load.Backend)
 		return 2
 	}
-	l, err := algorithm(load.Algorithm).New(store, nil)
+	alg, err := algorithm(load.Algorithm).New(store, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	var l sluice.Limiter = alg
+	if load.LeaseBatch > 0 {
+		leased, err := lease.New(alg, lease.WithBatch(load.LeaseBatch))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if load.Index >= load.Dead {
+			defer leased.Close() // a live pod gives back what it holds
+		}
+		l = leased
 	}
 	var (
 		mu     sync.Mutex

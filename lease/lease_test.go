@@ -1,0 +1,214 @@
+package lease_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/lease"
+	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/store/goredisstore"
+	"github.com/sluicehq/sluice/store/memstore"
+)
+
+func storeFor(t *testing.T, server *sluicetest.RedisServer) sluice.Store {
+	c := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return goredisstore.New(c)
+}
+
+func TestMain(m *testing.M) { sluicetest.Main(m) }
+
+// counting counts the calls that reach the shared limiter.
+type counting struct {
+	lease.Refunder
+	calls, refunds atomic.Int64
+}
+
+func (c *counting) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	c.calls.Add(1)
+	return c.Refunder.AllowN(ctx, key, limit, n)
+}
+
+func (c *counting) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	c.refunds.Add(1)
+	return c.Refunder.Refund(ctx, key, limit, n)
+}
+
+// noRefill is a limit that does not refill during a test: what the pods
+// admit together is bounded by the burst alone.
+var noRefill = sluice.Limit{Rate: 1, Period: time.Hour, Burst: 1000}
+
+func newShared(t *testing.T) (*tokenbucket.Limiter, *counting) {
+	tb, err := tokenbucket.New(memstore.New())
+	require.NoError(t, err)
+	return tb, &counting{Refunder: tb}
+}
+
+func TestFewCallsPerDecision(t *testing.T) {
+	_, shared := newShared(t)
+	l, err := lease.New(shared, lease.WithBatch(100))
+	require.NoError(t, err)
+	defer l.Close()
+	limit := sluice.PerSecond(1_000_000).WithBurst(1_000_000)
+	for range 10_000 {
+		d, err := l.AllowN(t.Context(), "k", limit, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	require.LessOrEqual(t, shared.calls.Load(), int64(10_000/100+2), "one call per lease of 100")
+}
+
+func TestPodsNeverAdmitMoreThanTheSharedLimit(t *testing.T) {
+	tb, shared := newShared(t)
+	const pods, batch = 4, 50
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	limiters := make([]*lease.Limiter, pods)
+	for p := range pods {
+		l, err := lease.New(shared, lease.WithBatch(batch), lease.WithHold(time.Minute))
+		require.NoError(t, err)
+		limiters[p] = l
+		for range 8 {
+			wg.Go(func() {
+				for range 400 {
+					d, err := l.AllowN(context.Background(), "k", noRefill, 1)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if d.Allowed {
+						admitted.Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	t.Logf("admitted %d of a burst of %d, %d calls to the shared limiter", admitted.Load(), noRefill.Burst, shared.calls.Load())
+	require.LessOrEqual(t, admitted.Load(), noRefill.Burst, "leases are taken before they are spent")
+	require.GreaterOrEqual(t, admitted.Load(), noRefill.Burst-pods*batch, "at most N × B sit unspent in leases")
+
+	// Close refunds what the leases still hold.
+	for _, l := range limiters {
+		require.NoError(t, l.Close())
+	}
+	d, err := tb.AllowN(t.Context(), "k", noRefill, 0)
+	require.NoError(t, err)
+	require.Equal(t, noRefill.Burst-admitted.Load(), d.Remaining, "every unspent token went back")
+}
+
+func TestExpiredLeasesAreRefunded(t *testing.T) {
+	tb, shared := newShared(t)
+	l, err := lease.New(shared, lease.WithBatch(100), lease.WithHold(50*time.Millisecond))
+	require.NoError(t, err)
+	defer l.Close()
+	d, err := l.AllowN(t.Context(), "k", noRefill, 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(99), d.Remaining, "the lease's own tokens")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p, err := tb.AllowN(t.Context(), "k", noRefill, 0)
+		require.NoError(t, err)
+		if p.Remaining == noRefill.Burst-1 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the janitor refunds the expired lease (remaining %d)", p.Remaining)
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Positive(t, shared.refunds.Load())
+}
+
+func TestLeasesShrinkAsTheBucketEmpties(t *testing.T) {
+	_, shared := newShared(t)
+	l, err := lease.New(shared, lease.WithBatch(100), lease.WithHold(time.Minute))
+	require.NoError(t, err)
+	defer l.Close()
+	limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 120}
+	admitted := 0
+	for range 200 {
+		d, err := l.AllowN(t.Context(), "k", limit, 1)
+		require.NoError(t, err)
+		if d.Allowed {
+			admitted++
+		}
+	}
+	// 100 leased first, then leases of a quarter of what is left: the
+	// last 20 tokens are still taken and spent, none is stranded.
+	require.Equal(t, 120, admitted)
+	d, err := l.AllowN(t.Context(), "k", limit, 1)
+	require.NoError(t, err)
+	require.False(t, d.Allowed)
+	require.Positive(t, d.RetryAfter, "a denial is the shared limiter's, with its RetryAfter")
+}
+
+func TestPassThroughAndBadInput(t *testing.T) {
+	_, shared := newShared(t)
+	l, err := lease.New(shared, lease.WithBatch(10))
+	require.NoError(t, err)
+	before := shared.calls.Load()
+	d, err := l.AllowN(t.Context(), "k", noRefill, 50)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.Equal(t, noRefill.Burst-50, d.Remaining, "a cost above B goes to the shared limiter")
+	_, err = l.AllowN(t.Context(), "k", noRefill, 0)
+	require.NoError(t, err)
+	require.Equal(t, before+2, shared.calls.Load(), "and so does a peek")
+
+	_, err = l.AllowN(t.Context(), "", noRefill, 1)
+	require.ErrorIs(t, err, sluice.ErrInvalidKey)
+	_, err = l.AllowN(t.Context(), "k", sluice.Limit{}, 1)
+	require.ErrorIs(t, err, sluice.ErrInvalidLimit)
+	_, err = l.AllowN(t.Context(), "k", noRefill, -1)
+	require.ErrorIs(t, err, sluice.ErrInvalidCost)
+
+	require.NoError(t, l.Close())
+	require.NoError(t, l.Close())
+	_, err = l.AllowN(t.Context(), "k", noRefill, 1)
+	require.ErrorIs(t, err, lease.ErrClosed)
+
+	_, err = lease.New(nil)
+	require.Error(t, err)
+	for _, o := range []lease.Option{nil, lease.WithBatch(0), lease.WithHold(0)} {
+		_, err := lease.New(shared, o)
+		require.Error(t, err)
+	}
+}
+
+// TestProcessesOnRealRedis: 4 OS processes × 8 goroutines lease from one
+// token bucket on a real redis-server (B = 50), one of them dying without
+// giving its lease back. Together they admit at most the unleased bound,
+// Burst + Rate × T, and at least that minus N × B; the dead pod's tokens
+// are lost only until the bucket refills.
+func TestProcessesOnRealRedis(t *testing.T) {
+	server := sluicetest.SharedRedis(t)
+	const processes, batch = 4, 50
+	limit := sluice.Limit{Rate: 400, Period: time.Second, Burst: 200}
+	key := sluice.Key(sluicetest.UniqueKey(t))
+	calls := sluicetest.RunLoad(t, sluicetest.Load{
+		Algorithm: "tokenbucket", Backend: "rueidis", Addr: server.Addr(), Key: key, Limit: limit,
+		Processes: processes, Goroutines: 8, Duration: 2 * time.Second, LeaseBatch: batch, Dead: 1,
+	})
+	allowed := float64(len(sluicetest.Allowed(calls)))
+	span := sluicetest.Span(calls)
+	bound := float64(limit.Burst) + float64(limit.Rate)*span.Seconds()
+	t.Logf("%d calls over %s, %.0f allowed; unleased bound %.0f, lower bound %.0f (%.1f%% of the bound)",
+		len(calls), span, allowed, bound, bound-processes*batch, 100*allowed/bound)
+	require.LessOrEqual(t, allowed, bound)
+	require.GreaterOrEqual(t, allowed, bound-processes*batch)
+
+	// The dead pod's tokens come back as the bucket refills.
+	tb, err := tokenbucket.New(storeFor(t, server))
+	require.NoError(t, err)
+	time.Sleep(time.Duration(float64(time.Second) * float64(limit.Burst) / float64(limit.Rate)))
+	d, err := tb.AllowN(t.Context(), key, limit, 0)
+	require.NoError(t, err)
+	require.Equal(t, limit.Burst, d.Remaining, "full again after the refill time")
+}
