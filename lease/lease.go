@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -67,9 +68,14 @@ type Limiter struct {
 	batch int64
 	hold  time.Duration
 
-	mu     sync.Mutex
-	leases map[leaseKey]*lease
-	closed bool
+	leases sync.Map // key string -> *lease; read-mostly, so lock-free reads
+	closed atomic.Bool
+	mu     sync.Mutex // serialises Close and sweeps
+
+	// nowNanos is a coarse clock (Unix nanoseconds) for lease expiry,
+	// moved every clockTick by the janitor: reading it costs far less than
+	// time.Now on the hot path, and a lease lives at most clockTick longer.
+	nowNanos atomic.Int64
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -77,17 +83,20 @@ type Limiter struct {
 
 var _ sluice.Limiter = (*Limiter)(nil)
 
-type leaseKey struct {
-	key   string
-	limit sluice.Limit
-}
+// clockTick is how often the coarse clock moves.
+const clockTick = 5 * time.Millisecond
 
+// lease is a key's tokens, taken under one limit. A request under another
+// limit for the same key replaces it (refunding what it held).
 type lease struct {
+	key      string
+	limit    sluice.Limit
 	mu       sync.Mutex
-	tokens   int64     // left to spend
-	expires  time.Time // when the tokens must be refunded
-	size     int64     // the next lease's size
+	tokens   int64 // left to spend
+	expires  int64 // Unix nanoseconds: when the tokens must be refunded
+	size     int64 // the next lease's size
 	fetching chan struct{}
+	replaced bool // no longer in the map: spend nothing more from it
 }
 
 // Option configures a [Limiter].
@@ -127,7 +136,8 @@ func New(next Refunder, opts ...Option) (*Limiter, error) {
 	if next == nil {
 		return nil, errors.New("lease: next must not be nil")
 	}
-	l := &Limiter{next: next, batch: DefaultBatch, hold: DefaultHold, leases: map[leaseKey]*lease{}, stop: make(chan struct{})}
+	l := &Limiter{next: next, batch: DefaultBatch, hold: DefaultHold, stop: make(chan struct{})}
+	l.nowNanos.Store(time.Now().UnixNano())
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("lease: nil option")
@@ -161,8 +171,14 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	}
 	for attempt := 0; ; attempt++ {
 		le.mu.Lock()
-		now := time.Now()
-		if !le.expires.After(now) && le.tokens > 0 {
+		if le.replaced { // swept or replaced meanwhile: use the current one
+			le.mu.Unlock()
+			if le, err = l.leaseFor(key, limit); err != nil {
+				return sluice.Decision{}, err
+			}
+			continue
+		}
+		if le.expires <= l.nowNanos.Load() && le.tokens > 0 {
 			l.refundLater(key, limit, le.tokens)
 			le.tokens = 0
 		}
@@ -210,11 +226,18 @@ func (l *Limiter) takeLease(ctx context.Context, key string, limit sluice.Limit,
 		return l.next.AllowN(ctx, key, limit, n)
 	}
 	le.mu.Lock()
+	defer le.mu.Unlock()
+	if le.replaced {
+		if size > n {
+			l.refundLater(key, limit, size-n)
+		}
+		d.Remaining = 0
+		return d, nil
+	}
 	le.tokens += size - n
-	le.expires = time.Now().Add(l.hold)
+	le.expires = time.Now().Add(l.hold).UnixNano()
 	le.size = l.nextSize(d.Remaining)
 	d.Remaining = le.tokens
-	le.mu.Unlock()
 	return d, nil
 }
 
@@ -240,10 +263,14 @@ func (l *Limiter) fetch(key string, limit sluice.Limit, le *lease, done chan str
 		return
 	}
 	le.mu.Lock()
+	defer le.mu.Unlock()
+	if le.replaced {
+		l.refundLater(key, limit, size)
+		return
+	}
 	le.tokens += size
-	le.expires = time.Now().Add(l.hold)
+	le.expires = time.Now().Add(l.hold).UnixNano()
 	le.size = l.nextSize(d.Remaining)
-	le.mu.Unlock()
 }
 
 // nextSize is the next lease's size, given what the shared limiter had
@@ -258,19 +285,38 @@ func (l *Limiter) shrink(le *lease, remaining int64) {
 	le.mu.Unlock()
 }
 
+// leaseFor returns key's lease under limit, creating it, or replacing one
+// taken under another limit.
 func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return nil, ErrClosed
 	}
-	k := leaseKey{key, limit}
-	le := l.leases[k]
-	if le == nil {
-		le = &lease{size: min(l.batch, limit.Burst)}
-		l.leases[k] = le
+	if v, ok := l.leases.Load(key); ok {
+		if le := v.(*lease); le.limit == limit {
+			return le, nil
+		}
 	}
-	return le, nil
+	fresh := &lease{key: key, limit: limit, size: min(l.batch, limit.Burst)}
+	for {
+		v, loaded := l.leases.LoadOrStore(key, fresh)
+		if !loaded {
+			return fresh, nil
+		}
+		old := v.(*lease)
+		if old.limit == limit {
+			return old, nil
+		}
+		if l.leases.CompareAndSwap(key, old, fresh) {
+			old.mu.Lock()
+			old.replaced = true
+			if old.tokens > 0 {
+				l.refundLater(old.key, old.limit, old.tokens)
+				old.tokens = 0
+			}
+			old.mu.Unlock()
+			return fresh, nil
+		}
+	}
 }
 
 func (l *Limiter) refundLater(key string, limit sluice.Limit, n int64) {
@@ -281,16 +327,22 @@ func (l *Limiter) refundLater(key string, limit sluice.Limit, n int64) {
 	}()
 }
 
-// janitor refunds expired leases and forgets idle ones, every half hold.
+// janitor moves the coarse clock, and every half hold refunds expired
+// leases and forgets idle ones.
 func (l *Limiter) janitor() {
-	t := time.NewTicker(l.hold / 2)
-	defer t.Stop()
+	tick := time.NewTicker(clockTick)
+	defer tick.Stop()
+	lastSweep := time.Now()
 	for {
 		select {
 		case <-l.stop:
 			return
-		case <-t.C:
-			l.sweep(false)
+		case now := <-tick.C:
+			l.nowNanos.Store(now.UnixNano())
+			if now.Sub(lastSweep) >= l.hold/2 {
+				l.sweep(false)
+				lastSweep = now
+			}
 		}
 	}
 }
@@ -299,29 +351,31 @@ func (l *Limiter) janitor() {
 // empty, expired ones.
 func (l *Limiter) sweep(all bool) {
 	type refund struct {
-		k leaseKey
-		n int64
+		le *lease
+		n  int64
 	}
 	var refunds []refund
-	now := time.Now()
+	now := time.Now().UnixNano()
 	l.mu.Lock()
-	for k, le := range l.leases {
+	l.leases.Range(func(k, v any) bool {
+		le := v.(*lease)
 		le.mu.Lock()
-		if all || !le.expires.After(now) {
+		if all || le.expires <= now {
 			if le.tokens > 0 {
-				refunds = append(refunds, refund{k, le.tokens})
+				refunds = append(refunds, refund{le, le.tokens})
 				le.tokens = 0
 			}
-			if le.fetching == nil {
-				delete(l.leases, k)
+			if le.fetching == nil && l.leases.CompareAndDelete(k, le) {
+				le.replaced = true
 			}
 		}
 		le.mu.Unlock()
-	}
+		return true
+	})
 	l.mu.Unlock()
 	for _, r := range refunds {
 		ctx, cancel := context.WithTimeout(context.Background(), refundTimeout)
-		_, _ = l.next.Refund(ctx, r.k.key, r.k.limit, r.n)
+		_, _ = l.next.Refund(ctx, r.le.key, r.le.limit, r.n)
 		cancel()
 	}
 }
@@ -329,13 +383,9 @@ func (l *Limiter) sweep(all bool) {
 // Close stops the janitor and refunds every lease's unspent tokens. Later
 // calls return [ErrClosed]. It is safe to call more than once.
 func (l *Limiter) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	if !l.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	l.closed = true
-	l.mu.Unlock()
 	close(l.stop)
 	l.stopped.Wait()
 	l.sweep(true)

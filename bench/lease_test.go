@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/lease"
+	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/store/rueidisstore"
+)
+
+func TestMain(m *testing.M) { sluicetest.Main(m) }
+
+// counting counts the calls that reach Redis.
+type counting struct {
+	lease.Refunder
+	calls atomic.Int64
+}
+
+func (c *counting) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	c.calls.Add(1)
+	return c.Refunder.AllowN(ctx, key, limit, n)
+}
+
+func (c *counting) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	c.calls.Add(1)
+	return c.Refunder.Refund(ctx, key, limit, n)
+}
+
+// BenchmarkLease: decisions per second and Redis calls per decision at 64
+// goroutines, for the token bucket on a real redis-server (rueidis) without
+// a lease and with leases of B = 10, 100 and 1000, next to in-process
+// golang.org/x/time/rate limiters (the no-network ceiling), on one hot key
+// and on 10,000 keys. The limit is large enough that every request is
+// allowed. x/time/rate is measured twice: with its limiters found by key in
+// a sync.Map, as a per-key limiter must find them (and as the lease finds
+// its leases), and, as a floor, indexed directly by number.
+//
+//	cd bench && go test -run '^$' -bench BenchmarkLease -benchtime 2s -count 3 .
+func BenchmarkLease(b *testing.B) {
+	server := sluicetest.StartRedis(b)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
+	require.NoError(b, err)
+	b.Cleanup(client.Close)
+	limit := sluice.PerSecond(1_000_000).WithBurst(1_000_000_000)
+
+	for _, keys := range []int{1, 10_000} {
+		names := make([]string, keys)
+		for i := range names {
+			names[i] = sluice.Key(fmt.Sprintf("tenant%06d", i))
+		}
+		b.Run(fmt.Sprintf("keys=%d/x-time-rate-by-key", keys), func(b *testing.B) {
+			var limiters sync.Map
+			runParallel(b, func(i int) bool {
+				name := names[i%keys]
+				v, ok := limiters.Load(name)
+				if !ok {
+					v, _ = limiters.LoadOrStore(name, rate.NewLimiter(rate.Limit(limit.Rate), int(limit.Burst)))
+				}
+				return v.(*rate.Limiter).Allow()
+			})
+		})
+		b.Run(fmt.Sprintf("keys=%d/x-time-rate-by-index", keys), func(b *testing.B) {
+			limiters := make([]*rate.Limiter, keys)
+			for i := range limiters {
+				limiters[i] = rate.NewLimiter(rate.Limit(limit.Rate), int(limit.Burst))
+			}
+			runParallel(b, func(i int) bool { return limiters[i%keys].Allow() })
+		})
+		for _, batch := range []int64{0, 10, 100, 1000} {
+			name := fmt.Sprintf("keys=%d/no-lease", keys)
+			if batch > 0 {
+				name = fmt.Sprintf("keys=%d/lease-B=%d", keys, batch)
+			}
+			b.Run(name, func(b *testing.B) {
+				tb, err := tokenbucket.New(rueidisstore.New(client))
+				require.NoError(b, err)
+				shared := &counting{Refunder: tb}
+				var l sluice.Limiter = shared
+				if batch > 0 {
+					leased, err := lease.New(shared, lease.WithBatch(batch))
+					require.NoError(b, err)
+					defer leased.Close()
+					l = leased
+				}
+				ctx := context.Background()
+				runParallel(b, func(i int) bool {
+					d, err := l.AllowN(ctx, names[i%keys], limit, 1)
+					return err == nil && d.Allowed
+				})
+				b.ReportMetric(float64(shared.calls.Load())/float64(b.N), "redis-calls/decision")
+			})
+		}
+	}
+}
+
+// runParallel runs decide from 64 goroutines and reports decisions/s; it
+// fails the benchmark if a decision is a denial or an error.
+func runParallel(b *testing.B, decide func(i int) bool) {
+	b.ReportAllocs()
+	b.SetParallelism(32) // 64 goroutines on 2 cores
+	var next atomic.Int64
+	var failed atomic.Bool
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(7919))
+		for pb.Next() {
+			if !decide(i) {
+				failed.Store(true)
+			}
+			i++
+		}
+	})
+	b.StopTimer() // what follows (closing a lease, refunding) is not a decision
+	if failed.Load() {
+		b.Fatal("a decision was denied or failed")
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+}
