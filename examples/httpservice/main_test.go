@@ -1,0 +1,44 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/store/embedded"
+)
+
+func TestService(t *testing.T) {
+	store, err := embedded.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	h, err := newHandler(store)
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	codes := map[int]int{}
+	for range 8 {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/orders", nil)
+		require.NoError(t, err)
+		req.Header.Set("X-API-Key", "k1")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		codes[resp.StatusCode]++
+		require.NotEmpty(t, resp.Header.Get("RateLimit"))
+	}
+	require.Equal(t, map[int]int{http.StatusCreated: 5, http.StatusTooManyRequests: 3}, codes, "5 orders a minute per key")
+
+	// The 8 orders also spent 8 of the client's burst of 10.
+	hello := map[int]int{}
+	for range 5 {
+		resp, err := http.Get(srv.URL + "/hello")
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		hello[resp.StatusCode]++
+	}
+	require.Equal(t, map[int]int{http.StatusOK: 2, http.StatusTooManyRequests: 3}, hello)
+}

@@ -1,0 +1,84 @@
+package httplimit_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/httplimit"
+	"github.com/sluicehq/sluice/store/memstore"
+)
+
+const yamlPolicies = `
+policies:
+  - name: per-ip
+    rate: 100
+    period: 1m
+  - name: orders
+    algorithm: slidingcounter
+    rate: 2
+    period: 1m
+    routes: ["POST /orders"]
+  - name: search
+    algorithm: gcra
+    rate: 3
+    period: 1s
+    burst: 3
+    cost: 3
+    key: "header:X-API-Key"
+    routes: ["GET /search"]
+`
+
+const jsonPolicies = `{"policies": [
+  {"name": "orders", "algorithm": "fixedwindow", "rate": 2, "period": "1m", "routes": ["POST /orders"]}
+]}`
+
+func TestPolicyFiles(t *testing.T) {
+	for name, data := range map[string]string{"yaml": yamlPolicies, "json": jsonPolicies} {
+		t.Run(name, func(t *testing.T) {
+			routed, err := httplimit.Load([]byte(data), memstore.New())
+			require.NoError(t, err)
+			mw, err := routed.Middleware()
+			require.NoError(t, err)
+			srv := httptest.NewServer(mw(ok))
+			t.Cleanup(srv.Close)
+
+			post := func() int {
+				resp, err := http.Post(srv.URL+"/orders", "text/plain", nil)
+				require.NoError(t, err)
+				_ = resp.Body.Close()
+				return resp.StatusCode
+			}
+			require.Equal(t, []int{200, 200, 429}, []int{post(), post(), post()}, "2 orders a minute")
+			resp := get(t, srv.URL+"/elsewhere", nil)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "the orders policy applies to its route only")
+			if name == "yaml" {
+				require.Equal(t, []string{`"per-ip";q=100;w=60`}, resp.Header.Values("RateLimit-Policy"))
+				resp = get(t, srv.URL+"/search", map[string]string{"X-API-Key": "k"})
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+				require.Equal(t, []string{`"per-ip";q=100;w=60`, `"search";q=3;w=1`}, resp.Header.Values("RateLimit-Policy"))
+				resp = get(t, srv.URL+"/search", map[string]string{"X-API-Key": "k"})
+				require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "cost 3 of a burst of 3")
+			}
+		})
+	}
+}
+
+func TestBadPolicyFiles(t *testing.T) {
+	for name, data := range map[string]string{
+		"empty":             ``,
+		"no policies":       `policies: []`,
+		"unknown field":     `policies: [{name: a, rate: 1, period: 1s, colour: red}]`,
+		"unknown algorithm": `policies: [{name: a, algorithm: magic, rate: 1, period: 1s}]`,
+		"bad period":        `policies: [{name: a, rate: 1, period: soon}]`,
+		"bad rate":          `policies: [{name: a, rate: 0, period: 1s}]`,
+		"bad key":           `policies: [{name: a, rate: 1, period: 1s, key: "cookie:x"}]`,
+		"bad route":         `policies: [{name: a, rate: 1, period: 1s, routes: ["GET"]}]`,
+		"not yaml":          `{{{`,
+	} {
+		_, err := httplimit.Load([]byte(data), memstore.New())
+		require.Error(t, err, name)
+	}
+}
