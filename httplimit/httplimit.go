@@ -219,4 +219,3 @@ func problem(w http.ResponseWriter, status int, title, detail string) {
 		"type": "about:blank", "title": title, "status": status, "detail": detail,
 	})
 }
-
