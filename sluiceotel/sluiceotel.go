@@ -1,0 +1,187 @@
+// Package sluiceotel records each rate-limit decision in OpenTelemetry: a
+// span per decision and three metrics, through a decorator over any
+// [sluice.Limiter].
+//
+// # Spans
+//
+// One span named "sluice.decision" per call, with attributes
+// sluice.algorithm and sluice.policy (when set with [WithAlgorithm] and
+// [WithPolicy]), sluice.cost, sluice.outcome ("allowed", "denied" or
+// "error"), sluice.remaining and sluice.source ("store", or the fallback
+// policy that decided). A denial is not a span error; an error is. The key
+// is recorded (sluice.key) only with [WithKeyAttribute]: keys are often
+// personal data and always high-cardinality.
+//
+// # Metrics
+//
+//   - sluice.decisions (counter): decisions, by sluice.outcome,
+//     sluice.source, sluice.algorithm and sluice.policy.
+//   - sluice.decision.duration (histogram, seconds): the time a decision
+//     took, by the same attributes.
+//   - sluice.decisions.degraded (counter): decisions made by a fallback
+//     policy, by sluice.source, sluice.algorithm and sluice.policy.
+//
+// Metric attributes never include the key.
+//
+// The providers default to the global ones (otel.GetTracerProvider,
+// otel.GetMeterProvider), so an application that configures OpenTelemetry
+// once needs no option.
+package sluiceotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sluicehq/sluice"
+)
+
+const instrumentation = "github.com/sluicehq/sluice/sluiceotel"
+
+// Limiter records the decisions of the limiter it wraps. It is safe for
+// concurrent use.
+type Limiter struct {
+	next      sluice.Limiter
+	tracer    trace.Tracer
+	decisions metric.Int64Counter
+	degraded  metric.Int64Counter
+	duration  metric.Float64Histogram
+	base      []attribute.KeyValue
+	recordKey bool
+	// sets[outcome][source] are the metric attributes, built once so that
+	// recording a decision allocates nothing for them.
+	sets [3][4]outcomeAttrs
+}
+
+type outcomeAttrs struct {
+	kvs []attribute.KeyValue
+	set metric.MeasurementOption
+}
+
+var outcomes = [3]string{"allowed", "denied", "error"}
+
+var _ sluice.Limiter = (*Limiter)(nil)
+
+type config struct {
+	tp        trace.TracerProvider
+	mp        metric.MeterProvider
+	algorithm string
+	policy    string
+	recordKey bool
+}
+
+// Option configures a [Limiter].
+type Option func(*config)
+
+// WithTracerProvider sets the tracer provider (default: the global one).
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
+
+// WithMeterProvider sets the meter provider (default: the global one).
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
+
+// WithAlgorithm names the algorithm in spans and metrics (sluice.algorithm).
+func WithAlgorithm(name string) Option { return func(c *config) { c.algorithm = name } }
+
+// WithPolicy names the policy in spans and metrics (sluice.policy).
+func WithPolicy(name string) Option { return func(c *config) { c.policy = name } }
+
+// WithKeyAttribute records the key on spans (sluice.key). It is off by
+// default, and never applies to metrics.
+func WithKeyAttribute() Option { return func(c *config) { c.recordKey = true } }
+
+// New returns a Limiter recording the decisions of next.
+func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
+	if next == nil {
+		return nil, errors.New("sluiceotel: next must not be nil")
+	}
+	c := config{}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.tp == nil {
+		c.tp = otel.GetTracerProvider()
+	}
+	if c.mp == nil {
+		c.mp = otel.GetMeterProvider()
+	}
+	meter := c.mp.Meter(instrumentation)
+	decisions, err := meter.Int64Counter("sluice.decisions", metric.WithDescription("Rate-limit decisions, by outcome."))
+	if err != nil {
+		return nil, fmt.Errorf("sluiceotel: %w", err)
+	}
+	degraded, err := meter.Int64Counter("sluice.decisions.degraded", metric.WithDescription("Decisions made by a fallback policy."))
+	if err != nil {
+		return nil, fmt.Errorf("sluiceotel: %w", err)
+	}
+	duration, err := meter.Float64Histogram("sluice.decision.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time a rate-limit decision took."),
+		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1))
+	if err != nil {
+		return nil, fmt.Errorf("sluiceotel: %w", err)
+	}
+	var base []attribute.KeyValue
+	if c.algorithm != "" {
+		base = append(base, attribute.String("sluice.algorithm", c.algorithm))
+	}
+	if c.policy != "" {
+		base = append(base, attribute.String("sluice.policy", c.policy))
+	}
+	l := &Limiter{
+		next: next, tracer: c.tp.Tracer(instrumentation),
+		decisions: decisions, degraded: degraded, duration: duration,
+		base: base, recordKey: c.recordKey,
+	}
+	for o, outcome := range outcomes {
+		for src := range l.sets[o] {
+			kvs := append(append([]attribute.KeyValue(nil), base...),
+				attribute.String("sluice.outcome", outcome), attribute.String("sluice.source", sluice.Source(src).String()))
+			l.sets[o][src] = outcomeAttrs{kvs: kvs, set: metric.WithAttributeSet(attribute.NewSet(kvs...))}
+		}
+	}
+	return l, nil
+}
+
+// AllowN decides through the wrapped limiter and records the decision.
+func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	ctx, span := l.tracer.Start(ctx, "sluice.decision", trace.WithSpanKind(trace.SpanKindInternal))
+	defer span.End()
+	start := time.Now()
+	d, err := l.next.AllowN(ctx, key, limit, n)
+	elapsed := time.Since(start).Seconds()
+
+	outcome := 0 // allowed
+	switch {
+	case err != nil:
+		outcome = 2
+	case !d.Allowed:
+		outcome = 1
+	}
+	a := l.sets[outcome][min(int(d.Source), len(l.sets[outcome])-1)]
+	l.decisions.Add(ctx, 1, a.set)
+	l.duration.Record(ctx, elapsed, a.set)
+	if err == nil && d.Degraded() {
+		l.degraded.Add(ctx, 1, a.set)
+	}
+
+	if span.IsRecording() {
+		span.SetAttributes(a.kvs...)
+		span.SetAttributes(attribute.Int64("sluice.cost", n), attribute.Int64("sluice.remaining", d.Remaining))
+		if l.recordKey {
+			span.SetAttributes(attribute.String("sluice.key", key))
+		}
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "no rate-limit decision")
+		}
+	}
+	return d, err
+}
