@@ -59,7 +59,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 )
 
 const usage = `Sluice: a distributed rate limiter on Redis.
@@ -72,6 +74,8 @@ Commands:
 
 	demo    show that per-pod limiters admit N times the limit behind a load
 	        balancer, and that one shared Sluice bucket does not
+	bench   compare Sluice's algorithms with other Go limiters on the same
+	        Redis (runs the bench module; "sluice bench -h" for its flags)
 	help    print this help; "sluice help demo" prints the demo's flags
 `
 
@@ -93,6 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "demo":
 		return runDemoCommand(ctx, rest, stdout, stderr)
+	case "bench":
+		return runBenchCommand(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		return runHelp(rest, stdout, stderr)
 	default:
@@ -133,4 +139,37 @@ func runDemoCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 1
 	}
 	return 0
+}
+
+// runBenchCommand runs the benchmark, which lives in the bench module (its
+// own go.mod, so that it may import other rate limiters without the core
+// depending on them): it execs "go -C <bench> run ./cmd/sluice-bench".
+func runBenchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	dir, err := benchDir()
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice bench: %v\n", err)
+		return 1
+	}
+	cmd := exec.CommandContext(ctx, "go", append([]string{"-C", dir, "run", "./cmd/sluice-bench"}, args...)...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode()
+		}
+		fmt.Fprintf(stderr, "sluice bench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// benchDir finds the bench module: ./bench from the repository root, where
+// "go run ./cmd/sluice" is run.
+func benchDir() (string, error) {
+	for _, dir := range []string{"bench", "../bench", "../../bench"} {
+		if _, err := os.Stat(filepath.Join(dir, "cmd", "sluice-bench", "main.go")); err == nil {
+			return filepath.Abs(dir)
+		}
+	}
+	return "", errors.New("the bench module is not here: run it from the repository root (go run ./cmd/sluice bench)")
 }

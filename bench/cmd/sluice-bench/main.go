@@ -1,0 +1,206 @@
+// Command sluice-bench compares Sluice's algorithms and decorators with
+// other Go rate limiters on the same Redis, scenario by scenario. It is
+// also what `go run ./cmd/sluice bench` runs (from the repository root).
+//
+//	sluice-bench [--redis auto|redis://host:port/db] [--duration 3s] [--json FILE] [--html FILE]
+//	             [--scenarios substring] [--subjects substring]
+//
+// Without --redis it runs on the embedded store (an in-process miniredis):
+// no setup, and its latencies are not representative of a real Redis.
+// --redis auto starts a throwaway redis-server on a free loopback port
+// (it must be on the PATH) and stops it at the end.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/sluicehq/sluice/bench/harness"
+	"github.com/sluicehq/sluice/store/embedded"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sluice bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	redisURL := fs.String("redis", "", `"auto" to start a redis-server, or a redis:// URL; empty: the embedded store`)
+	duration := fs.Duration("duration", 3*time.Second, "how long each timed scenario runs")
+	jsonPath := fs.String("json", "", "write the results as JSON to this file")
+	htmlPath := fs.String("html", "", "write a self-contained HTML report to this file")
+	onlyScenarios := fs.String("scenarios", "", "run only scenarios whose name contains this")
+	onlySubjects := fs.String("subjects", "", "run only subjects whose name contains this")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *duration < 100*time.Millisecond || *duration > 10*time.Minute {
+		return fmt.Errorf("--duration %s: must be between 100ms and 10m", *duration)
+	}
+
+	report := harness.Report{Started: time.Now(), Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())}
+	var clients harness.Clients
+	var stats *redis.Client
+	switch *redisURL {
+	case "":
+		store, err := embedded.Start()
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		clients.GoRedis = redis.NewClient(&redis.Options{Addr: store.Addr(), MaxRetries: -1, PoolSize: 64})
+		report.Redis = "embedded (miniredis, in process)"
+	default:
+		addr := ""
+		if *redisURL == "auto" {
+			a, stop, err := startRedis(stderr)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			addr = a
+		} else {
+			opt, err := redis.ParseURL(*redisURL)
+			if err != nil {
+				return fmt.Errorf("--redis: %w", err)
+			}
+			addr = opt.Addr
+		}
+		clients.GoRedis = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 64})
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		if err != nil {
+			return fmt.Errorf("rueidis: %w", err)
+		}
+		defer rc.Close()
+		clients.Rueidis = rc
+		stats = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		defer stats.Close()
+		version := "?"
+		if info, err := stats.Info(ctx, "server").Result(); err == nil {
+			for _, line := range strings.Split(info, "\n") {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+					version = v
+				}
+			}
+		}
+		report.Redis = fmt.Sprintf("redis-server %s at %s", version, addr)
+		report.Representative = true
+	}
+	defer clients.GoRedis.Close()
+
+	var scenarios []harness.Scenario
+	for _, s := range harness.Scenarios() {
+		if strings.Contains(s.Name, *onlyScenarios) {
+			scenarios = append(scenarios, s)
+		}
+	}
+	var subjects []harness.Subject
+	for _, s := range harness.Subjects() {
+		if strings.Contains(s.Name, *onlySubjects) {
+			subjects = append(subjects, s)
+		}
+	}
+	if len(scenarios) == 0 || len(subjects) == 0 {
+		return errors.New("no scenario or no subject matches")
+	}
+	fmt.Fprintf(stderr, "sluice bench on %s: %d scenarios x %d subjects\n", report.Redis, len(scenarios), len(subjects))
+	report.Results = harness.Run(ctx, harness.Options{
+		Duration: *duration, Scenarios: scenarios, Subjects: subjects,
+		Clients: clients, Stats: stats, Progress: stderr,
+	})
+	if err := harness.WriteTable(stdout, report); err != nil {
+		return err
+	}
+	if *jsonPath != "" {
+		if err := writeFile(*jsonPath, func(w io.Writer) error { return harness.WriteJSON(w, report) }); err != nil {
+			return err
+		}
+	}
+	if *htmlPath != "" {
+		if err := writeFile(*htmlPath, func(w io.Writer) error { return harness.WriteHTML(w, report) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	if err := write(w); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// startRedis starts a throwaway redis-server on a free loopback port.
+func startRedis(stderr io.Writer) (string, func(), error) {
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", nil, errors.New("--redis auto: redis-server is not on the PATH")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	dir, err := os.MkdirTemp("", "sluice-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	stop := func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = os.RemoveAll(filepath.Clean(dir))
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	for i := 0; ; i++ {
+		if c.Ping(context.Background()).Err() == nil {
+			break
+		}
+		if i > 200 {
+			stop()
+			return "", nil, errors.New("--redis auto: redis-server did not answer")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Fprintf(stderr, "started redis-server (pid %d) on %s\n", cmd.Process.Pid, addr)
+	return addr, stop, nil
+}

@@ -1,0 +1,60 @@
+// Package harness runs Sluice's comparative benchmark: scenarios (steady
+// load, a burst after idle, the fixed-window boundary attack, a hot
+// tenant, ...) against subjects (each Sluice algorithm and decorator
+// stack, other Go rate limiters on the same Redis, and an in-process
+// golang.org/x/time/rate as the no-network ceiling), and reports what each
+// admitted against the ideal, how fast, and at what cost to Redis.
+package harness
+
+import "time"
+
+// Report is a whole run: where it ran and every result.
+type Report struct {
+	Started time.Time `json:"started"`
+	// Redis says what the subjects ran on: "embedded (miniredis)" or the
+	// real server's address and version.
+	Redis string `json:"redis"`
+	// Representative is false on the embedded default: its latencies say
+	// little about a real Redis.
+	Representative bool     `json:"representative"`
+	Machine        string   `json:"machine"`
+	Results        []Result `json:"results"`
+}
+
+// Result is one subject in one scenario.
+type Result struct {
+	Scenario string `json:"scenario"`
+	Subject  string `json:"subject"`
+	Limit    string `json:"limit"`
+
+	Requests int64 `json:"requests"`
+	Admitted int64 `json:"admitted"`
+	// Ideal is what a perfect limiter would have admitted.
+	Ideal int64 `json:"ideal"`
+	// WorstWindow is the most admitted in any interval of one Period, as
+	// a multiple of Rate.
+	WorstWindow float64 `json:"worst_window"`
+
+	DecisionsPerSecond float64 `json:"decisions_per_second"`
+	LatencyMicros      Latency `json:"latency_us"`
+
+	// RedisCallsPerDecision and ServerMicrosPerDecision come from INFO
+	// commandstats; negative when not measured (in-process subjects,
+	// the embedded store).
+	RedisCallsPerDecision   float64 `json:"redis_calls_per_decision"`
+	ServerMicrosPerDecision float64 `json:"server_us_per_decision"`
+
+	// AdmittedOverTime is the cumulative number admitted at the end of
+	// each tenth of the run, with the ideal's, for the report's charts.
+	AdmittedOverTime []int64 `json:"admitted_over_time"`
+	IdealOverTime    []int64 `json:"ideal_over_time"`
+
+	Error string `json:"error,omitempty"`
+}
+
+// Latency holds percentiles of one decision's latency, in microseconds.
+type Latency struct {
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+}

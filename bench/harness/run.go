@@ -1,0 +1,286 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice"
+)
+
+// call is one decision as the harness saw it.
+type call struct {
+	at      time.Duration // since the run started, when the decision returned
+	latency time.Duration
+	allowed bool
+	err     error
+}
+
+// recorder collects calls from many goroutines.
+type recorder struct {
+	start time.Time
+	mu    sync.Mutex
+	calls []call
+}
+
+func (r *recorder) do(ctx context.Context, decide Decide, key string) {
+	begin := time.Now()
+	ok, err := decide(ctx, key)
+	end := time.Now()
+	r.mu.Lock()
+	r.calls = append(r.calls, call{at: end.Sub(r.start), latency: end.Sub(begin), allowed: ok && err == nil, err: err})
+	r.mu.Unlock()
+}
+
+// Scenario is one traffic pattern under one limit.
+type Scenario struct {
+	Name  string
+	Limit sluice.Limit
+	// Pods is how many instances of the subject the scenario uses; the
+	// drive function receives them all.
+	Pods int
+	// Drive sends the scenario's requests through the pods' decide
+	// functions and returns when done.
+	Drive func(ctx context.Context, pods []Decide, rec *recorder, d time.Duration)
+	// Throughput marks a scenario whose limit admits everything: it
+	// measures speed, not accuracy.
+	Throughput bool
+}
+
+var defaultLimit = sluice.Limit{Rate: 100, Period: time.Second, Burst: 100}
+
+// paced sends rate requests per second for d from one goroutine.
+func paced(ctx context.Context, decide Decide, rec *recorder, key string, perSecond float64, d time.Duration) {
+	interval := time.Duration(float64(time.Second) / perSecond)
+	deadline := time.Now().Add(d)
+	next := time.Now()
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		rec.do(ctx, decide, key)
+		next = next.Add(interval)
+		time.Sleep(time.Until(next))
+	}
+}
+
+// burst sends n requests at once from 16 goroutines.
+func burst(ctx context.Context, decide Decide, rec *recorder, key string, n int) {
+	var wg sync.WaitGroup
+	per := (n + 15) / 16
+	for g := 0; g < 16; g++ {
+		wg.Go(func() {
+			for i := 0; i < per && g*per+i < n; i++ {
+				rec.do(ctx, decide, key)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Scenarios returns the scenarios, each lasting about d.
+func Scenarios() []Scenario {
+	return []Scenario{
+		{Name: "steady under the limit (80/s against 100/s)", Limit: defaultLimit, Pods: 1,
+			Drive: func(ctx context.Context, pods []Decide, rec *recorder, d time.Duration) {
+				paced(ctx, pods[0], rec, "steady", 80, d)
+			}},
+		{Name: "burst after idle (300 at once, then 200/s)", Limit: defaultLimit, Pods: 1,
+			Drive: func(ctx context.Context, pods []Decide, rec *recorder, d time.Duration) {
+				burst(ctx, pods[0], rec, "burst", 300)
+				paced(ctx, pods[0], rec, "burst", 200, d)
+			}},
+		{Name: "fixed-window boundary attack (Rate just before and after a second)", Limit: defaultLimit, Pods: 1,
+			Drive: func(ctx context.Context, pods []Decide, rec *recorder, _ time.Duration) {
+				boundary := time.Now().Truncate(time.Second).Add(2 * time.Second)
+				time.Sleep(time.Until(boundary.Add(-150 * time.Millisecond)))
+				burst(ctx, pods[0], rec, "boundary", 100)
+				time.Sleep(time.Until(boundary.Add(5 * time.Millisecond)))
+				burst(ctx, pods[0], rec, "boundary", 100)
+			}},
+		{Name: "pods 4 -> 10 -> 2, each sending 50/s", Limit: defaultLimit, Pods: 10,
+			Drive: func(ctx context.Context, pods []Decide, rec *recorder, d time.Duration) {
+				for _, n := range []int{4, 10, 2} {
+					var wg sync.WaitGroup
+					for p := 0; p < n; p++ {
+						wg.Go(func() { paced(ctx, pods[p], rec, "pods", 50, d/3) })
+					}
+					wg.Wait()
+				}
+			}},
+		{Name: "hot tenant (64 goroutines, one key, all allowed)", Limit: sluice.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000_000},
+			Pods: 1, Throughput: true,
+			Drive: func(ctx context.Context, pods []Decide, rec *recorder, d time.Duration) {
+				deadline := time.Now().Add(d)
+				var wg sync.WaitGroup
+				for range 64 {
+					wg.Go(func() {
+						for time.Now().Before(deadline) && ctx.Err() == nil {
+							rec.do(ctx, pods[0], "hot")
+						}
+					})
+				}
+				wg.Wait()
+			}},
+	}
+}
+
+// Options says how to run.
+type Options struct {
+	Duration  time.Duration
+	Scenarios []Scenario
+	Subjects  []Subject
+	Clients   Clients
+	// Stats, when set, reads and resets INFO commandstats (a real
+	// server); nil on the embedded store.
+	Stats    *redis.Client
+	Progress io.Writer
+}
+
+// Run runs every scenario against every subject and returns the results.
+func Run(ctx context.Context, o Options) []Result {
+	var results []Result
+	for _, sc := range o.Scenarios {
+		for _, sub := range o.Subjects {
+			if o.Progress != nil {
+				fmt.Fprintf(o.Progress, "  %-60.60s  %s\n", sc.Name, sub.Name)
+			}
+			results = append(results, runOne(ctx, o, sc, sub))
+		}
+	}
+	return results
+}
+
+func runOne(ctx context.Context, o Options, sc Scenario, sub Subject) Result {
+	res := Result{Scenario: sc.Name, Subject: sub.Name, Limit: sc.Limit.String(), RedisCallsPerDecision: -1, ServerMicrosPerDecision: -1}
+	if err := o.Clients.GoRedis.FlushAll(ctx).Err(); err != nil {
+		res.Error = "flush: " + err.Error()
+		return res
+	}
+	pods := make([]Decide, sc.Pods)
+	for i := range pods {
+		decide, closeFn, err := sub.New(o.Clients, sc.Limit)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		defer closeFn()
+		pods[i] = decide
+	}
+	if o.Stats != nil {
+		_ = o.Stats.ConfigResetStat(ctx).Err()
+	}
+	rec := &recorder{start: time.Now()}
+	sc.Drive(ctx, pods, rec, o.Duration)
+	elapsed := time.Since(rec.start)
+	if o.Stats != nil && sub.Remote {
+		calls, usec, err := commandStats(ctx, o.Stats)
+		if err == nil && len(rec.calls) > 0 {
+			res.RedisCallsPerDecision = float64(calls) / float64(len(rec.calls))
+			res.ServerMicrosPerDecision = float64(usec) / float64(len(rec.calls))
+		}
+	}
+	summarise(&res, rec.calls, sc, elapsed)
+	return res
+}
+
+// commandStats sums calls and usec over every command but the harness's
+// own (INFO, CONFIG, FLUSHALL).
+func commandStats(ctx context.Context, c *redis.Client) (calls, usec int64, err error) {
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		switch strings.TrimPrefix(name, "cmdstat_") {
+		case "info", "config|resetstat", "config", "flushall":
+			continue
+		}
+		for _, f := range strings.Split(fields, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			n, _ := strconv.ParseFloat(v, 64)
+			switch k {
+			case "calls":
+				calls += int64(n)
+			case "usec":
+				usec += int64(n)
+			}
+		}
+	}
+	return calls, usec, nil
+}
+
+func summarise(res *Result, calls []call, sc Scenario, elapsed time.Duration) {
+	slices.SortFunc(calls, func(a, b call) int { return int(a.at - b.at) })
+	res.Requests = int64(len(calls))
+	var admitted []time.Duration
+	var latencies []time.Duration
+	for _, c := range calls {
+		latencies = append(latencies, c.latency)
+		if c.allowed {
+			admitted = append(admitted, c.at)
+		}
+		if c.err != nil && res.Error == "" {
+			res.Error = c.err.Error()
+		}
+	}
+	res.Admitted = int64(len(admitted))
+	// The ideal: what a perfect limiter of Burst + Rate × T admits, no
+	// more than was asked, over the run so far.
+	ideal := func(upTo int, t time.Duration) int64 {
+		cap := float64(sc.Limit.Burst) + float64(sc.Limit.Rate)*t.Seconds()/sc.Limit.Period.Seconds()
+		return min(int64(upTo), int64(math.Floor(cap)))
+	}
+	if len(calls) > 0 {
+		res.Ideal = ideal(len(calls), calls[len(calls)-1].at)
+	}
+	// Worst window: the most admitted within any one Period.
+	worst, j := 0, 0
+	for i := range admitted {
+		for admitted[i]-admitted[j] >= sc.Limit.Period {
+			j++
+		}
+		worst = max(worst, i-j+1)
+	}
+	res.WorstWindow = float64(worst) / float64(sc.Limit.Rate)
+	if elapsed > 0 {
+		res.DecisionsPerSecond = float64(len(calls)) / elapsed.Seconds()
+	}
+	slices.Sort(latencies)
+	pct := func(p float64) float64 {
+		if len(latencies) == 0 {
+			return 0
+		}
+		return float64(latencies[min(len(latencies)-1, int(p*float64(len(latencies))))].Nanoseconds()) / 1000
+	}
+	res.LatencyMicros = Latency{P50: pct(0.50), P99: pct(0.99), P999: pct(0.999)}
+	// Over time, in tenths.
+	if len(calls) > 0 {
+		end := calls[len(calls)-1].at
+		for k := 1; k <= 10; k++ {
+			t := end * time.Duration(k) / 10
+			n, asked := 0, 0
+			for _, a := range admitted {
+				if a <= t {
+					n++
+				}
+			}
+			for _, c := range calls {
+				if c.at <= t {
+					asked++
+				}
+			}
+			res.AdmittedOverTime = append(res.AdmittedOverTime, int64(n))
+			res.IdealOverTime = append(res.IdealOverTime, ideal(asked, t))
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/throttled/throttled/v2"
+	throttledredis "github.com/throttled/throttled/v2/store/goredisstore.v9"
+	ulule "github.com/ulule/limiter/v3"
+	ululeredis "github.com/ulule/limiter/v3/drivers/store/redis"
+	"golang.org/x/time/rate"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/fixedwindow"
+	"github.com/sluicehq/sluice/algorithms/gcra"
+	"github.com/sluicehq/sluice/algorithms/slidingcounter"
+	"github.com/sluicehq/sluice/algorithms/slidinglog"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/lease"
+	"github.com/sluicehq/sluice/store/goredisstore"
+	"github.com/sluicehq/sluice/store/rueidisstore"
+)
+
+// Decide asks whether one request against key is allowed.
+type Decide func(ctx context.Context, key string) (bool, error)
+
+// Clients are the connections subjects use, all to the same Redis.
+type Clients struct {
+	GoRedis *redis.Client
+	Rueidis rueidis.Client // nil on the embedded store (miniredis lacks what rueidis needs)
+}
+
+// Subject is one limiter under test. New builds it for one scenario's
+// limit; close releases what it holds.
+type Subject struct {
+	Name string
+	// Remote says the subject talks to Redis (its commandstats count).
+	Remote bool
+	New    func(c Clients, limit sluice.Limit) (decide Decide, close func(), err error)
+}
+
+func sluiceSubject(name string, build func(sluice.Store) (sluice.Limiter, error)) Subject {
+	return Subject{Name: "sluice/" + name, Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+		var store sluice.Store = goredisstore.New(c.GoRedis)
+		if c.Rueidis != nil {
+			store = rueidisstore.New(c.Rueidis)
+		}
+		l, err := build(store)
+		if err != nil {
+			return nil, nil, err
+		}
+		return decideWith(l, limit), func() {}, nil
+	}}
+}
+
+func decideWith(l sluice.Limiter, limit sluice.Limit) Decide {
+	return func(ctx context.Context, key string) (bool, error) {
+		d, err := l.AllowN(ctx, key, limit, 1)
+		return d.Allowed, err
+	}
+}
+
+// Subjects returns every subject: Sluice's algorithms (through rueidis
+// where available, else go-redis), the token bucket with a lease, the other
+// libraries on the same Redis through go-redis, and x/time/rate in process.
+func Subjects() []Subject {
+	return []Subject{
+		sluiceSubject("tokenbucket", func(s sluice.Store) (sluice.Limiter, error) { return tokenbucket.New(s) }),
+		sluiceSubject("gcra", func(s sluice.Store) (sluice.Limiter, error) { return gcra.New(s) }),
+		sluiceSubject("slidingcounter", func(s sluice.Store) (sluice.Limiter, error) { return slidingcounter.New(s) }),
+		sluiceSubject("slidinglog", func(s sluice.Store) (sluice.Limiter, error) { return slidinglog.New(s) }),
+		sluiceSubject("fixedwindow", func(s sluice.Store) (sluice.Limiter, error) { return fixedwindow.New(s) }),
+		{Name: "sluice/tokenbucket+lease(B=100)", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+			var store sluice.Store = goredisstore.New(c.GoRedis)
+			if c.Rueidis != nil {
+				store = rueidisstore.New(c.Rueidis)
+			}
+			tb, err := tokenbucket.New(store)
+			if err != nil {
+				return nil, nil, err
+			}
+			l, err := lease.New(tb, lease.WithBatch(100))
+			if err != nil {
+				return nil, nil, err
+			}
+			return decideWith(l, limit), func() { _ = l.Close() }, nil
+		}},
+		{Name: "go-redis/redis_rate (GCRA)", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+			l := redis_rate.NewLimiter(c.GoRedis)
+			rl := redis_rate.Limit{Rate: int(limit.Rate), Burst: int(limit.Burst), Period: limit.Period}
+			return func(ctx context.Context, key string) (bool, error) {
+				res, err := l.Allow(ctx, key, rl)
+				if err != nil {
+					return false, err
+				}
+				return res.Allowed > 0, nil
+			}, func() {}, nil
+		}},
+		{Name: "ulule/limiter (fixed window)", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+			store, err := ululeredis.NewStoreWithOptions(c.GoRedis, ulule.StoreOptions{Prefix: "ulule", MaxRetry: 1})
+			if err != nil {
+				return nil, nil, err
+			}
+			l := ulule.New(store, ulule.Rate{Period: limit.Period, Limit: limit.Rate})
+			return func(ctx context.Context, key string) (bool, error) {
+				res, err := l.Get(ctx, key)
+				return err == nil && !res.Reached, err
+			}, func() {}, nil
+		}},
+		{Name: "throttled (GCRA)", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+			store, err := throttledredis.NewCtx(c.GoRedis, "throttled:")
+			if err != nil {
+				return nil, nil, err
+			}
+			perPeriod := throttled.Rate{}
+			if limit.Period == time.Second {
+				perPeriod = throttled.PerSec(int(limit.Rate))
+			} else {
+				return nil, nil, fmt.Errorf("throttled: only per-second limits are wired here")
+			}
+			l, err := throttled.NewGCRARateLimiterCtx(store, throttled.RateQuota{MaxRate: perPeriod, MaxBurst: int(limit.Burst) - 1})
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(ctx context.Context, key string) (bool, error) {
+				limited, _, err := l.RateLimitCtx(ctx, key, 1)
+				return err == nil && !limited, err
+			}, func() {}, nil
+		}},
+		{Name: "x/time/rate (in process)", New: func(_ Clients, limit sluice.Limit) (Decide, func(), error) {
+			var limiters sync.Map
+			every := rate.Every(limit.Period / time.Duration(limit.Rate))
+			return func(_ context.Context, key string) (bool, error) {
+				v, ok := limiters.Load(key)
+				if !ok {
+					v, _ = limiters.LoadOrStore(key, rate.NewLimiter(every, int(limit.Burst)))
+				}
+				return v.(*rate.Limiter).Allow(), nil
+			}, func() {}, nil
+		}},
+	}
+}
