@@ -41,7 +41,7 @@ const (
 var outColumns = []string{
 	"subject", "admitted", "ideal", "admitted/ideal", "worst window (×rate)",
 	"decisions/s", "p50 µs", "p99 µs", "p99.9 µs",
-	"Redis calls/decision", "server µs/decision", "error",
+	"Redis calls/decision", "server µs/decision", "memory B/key", "error",
 }
 
 // WriteTable writes r as text: a header saying when and on what it ran,
@@ -195,6 +195,10 @@ func outCells(r Result) []string {
 	if r.ServerMicrosPerDecision >= 0 {
 		server = outMicros(r.ServerMicrosPerDecision)
 	}
+	memory := "-"
+	if r.MemoryPerKey > 0 {
+		memory = strconv.FormatFloat(r.MemoryPerKey, 'f', 1, 64)
+	}
 	return []string{
 		r.Subject,
 		outThousands(r.Admitted),
@@ -203,7 +207,7 @@ func outCells(r Result) []string {
 		strconv.FormatFloat(r.WorstWindow, 'f', 2, 64),
 		outThousands(int64(math.Round(r.DecisionsPerSecond))),
 		p50, p99, p999,
-		calls, server,
+		calls, server, memory,
 		r.Error,
 	}
 }

@@ -111,8 +111,8 @@ func TestOutputTable(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, inProcess)
-	require.Len(t, strings.Fields(inProcess), 2+10, "subject is two words, then ten cells; the error cell is empty")
-	require.Equal(t, []string{"-", "-"}, strings.Fields(inProcess)[10:12])
+	require.Len(t, strings.Fields(inProcess), 2+11, "subject is two words, then eleven cells; the error cell is empty")
+	require.Equal(t, []string{"-", "-", "-"}, strings.Fields(inProcess)[10:13], "calls, server time and memory unmeasured")
 
 	// Columns line up: every row of a table starts its second column at
 	// the same place as the header's "admitted".

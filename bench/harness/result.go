@@ -43,6 +43,9 @@ type Result struct {
 	// the embedded store).
 	RedisCallsPerDecision   float64 `json:"redis_calls_per_decision"`
 	ServerMicrosPerDecision float64 `json:"server_us_per_decision"`
+	// MemoryPerKey is INFO memory's used_memory growth per key over the
+	// keys the scenario created (measured in the memory scenario only).
+	MemoryPerKey float64 `json:"memory_bytes_per_key,omitempty"`
 
 	// AdmittedOverTime is the cumulative number admitted at the end of
 	// each tenth of the run, with the ideal's, for the report's charts.

@@ -51,8 +51,11 @@ type Scenario struct {
 	// functions and returns when done.
 	Drive func(ctx context.Context, pods []Decide, rec *recorder, d time.Duration)
 	// Throughput marks a scenario whose limit admits everything: it
-	// measures speed, not accuracy.
+	// measures speed, not accuracy. Baseline subjects run only in these.
 	Throughput bool
+	// Memory, when positive, is the number of keys the scenario creates:
+	// the runner measures used_memory growth per key.
+	Memory int
 }
 
 var defaultLimit = sluice.Limit{Rate: 100, Period: time.Second, Burst: 100}
@@ -113,21 +116,53 @@ func Scenarios() []Scenario {
 					wg.Wait()
 				}
 			}},
-		{Name: "hot tenant (64 goroutines, one key, all allowed)", Limit: sluice.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000_000},
-			Pods: 1, Throughput: true,
+		{Name: "throughput: one hot key, 128 goroutines, all allowed", Limit: throughputLimit, Pods: 1, Throughput: true,
 			Drive: func(ctx context.Context, pods []Decide, rec *recorder, d time.Duration) {
-				deadline := time.Now().Add(d)
+				hammer(ctx, pods[0], rec, d, 128, 1)
+			}},
+		{Name: "throughput: 10,000 keys, 128 goroutines, all allowed", Limit: throughputLimit, Pods: 1, Throughput: true,
+			Drive: func(ctx context.Context, pods []Decide, rec *recorder, d time.Duration) {
+				hammer(ctx, pods[0], rec, d, 128, 10_000)
+			}},
+		{Name: "latency: one caller, one key", Limit: throughputLimit, Pods: 1, Throughput: true,
+			Drive: func(ctx context.Context, pods []Decide, rec *recorder, d time.Duration) {
+				hammer(ctx, pods[0], rec, d, 1, 1)
+			}},
+		{Name: "memory: one decision on each of 10,000 keys", Limit: defaultLimit, Pods: 1, Memory: 10_000,
+			Drive: func(ctx context.Context, pods []Decide, rec *recorder, _ time.Duration) {
 				var wg sync.WaitGroup
-				for range 64 {
+				for g := range 16 {
 					wg.Go(func() {
-						for time.Now().Before(deadline) && ctx.Err() == nil {
-							rec.do(ctx, pods[0], "hot")
+						for i := g; i < 10_000; i += 16 {
+							rec.do(ctx, pods[0], sluice.Key(fmt.Sprintf("tenant%06d", i)))
 						}
 					})
 				}
 				wg.Wait()
 			}},
 	}
+}
+
+// throughputLimit admits everything: the throughput scenarios measure
+// speed, not accuracy. (The sliding log rejects it: its rate is capped.)
+var throughputLimit = sluice.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000_000}
+
+// hammer calls decide from goroutines for d, cycling over keys.
+func hammer(ctx context.Context, decide Decide, rec *recorder, d time.Duration, goroutines, keys int) {
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = sluice.Key(fmt.Sprintf("tenant%06d", i))
+	}
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := g; time.Now().Before(deadline) && ctx.Err() == nil; i += goroutines {
+				rec.do(ctx, decide, names[i%keys])
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Options says how to run.
@@ -147,6 +182,9 @@ func Run(ctx context.Context, o Options) []Result {
 	var results []Result
 	for _, sc := range o.Scenarios {
 		for _, sub := range o.Subjects {
+			if sub.Baseline && !sc.Throughput {
+				continue
+			}
 			if o.Progress != nil {
 				fmt.Fprintf(o.Progress, "  %-60.60s  %s\n", sc.Name, sub.Name)
 			}
@@ -175,9 +213,15 @@ func runOne(ctx context.Context, o Options, sc Scenario, sub Subject) Result {
 	if o.Stats != nil {
 		_ = o.Stats.ConfigResetStat(ctx).Err()
 	}
+	memBefore := usedMemory(ctx, o.Stats)
 	rec := &recorder{start: time.Now()}
 	sc.Drive(ctx, pods, rec, o.Duration)
 	elapsed := time.Since(rec.start)
+	if sc.Memory > 0 && sub.Remote && memBefore > 0 {
+		if after := usedMemory(ctx, o.Stats); after > memBefore {
+			res.MemoryPerKey = float64(after-memBefore) / float64(sc.Memory)
+		}
+	}
 	if o.Stats != nil && sub.Remote {
 		calls, usec, err := commandStats(ctx, o.Stats)
 		if err == nil && len(rec.calls) > 0 {
@@ -187,6 +231,30 @@ func runOne(ctx context.Context, o Options, sc Scenario, sub Subject) Result {
 	}
 	summarise(&res, rec.calls, sc, elapsed)
 	return res
+}
+
+// usedMemory is INFO memory's used_memory minus the clients' buffers, or
+// 0 when it cannot be read.
+func usedMemory(ctx context.Context, c *redis.Client) int64 {
+	if c == nil {
+		return 0
+	}
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0
+	}
+	var used, clients int64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "used_memory":
+			used = n
+		case "mem_clients_normal":
+			clients = n
+		}
+	}
+	return used - clients
 }
 
 // commandStats sums calls and usec over every command but the harness's
@@ -243,6 +311,9 @@ func summarise(res *Result, calls []call, sc Scenario, elapsed time.Duration) {
 	if len(calls) > 0 {
 		res.Ideal = ideal(len(calls), calls[len(calls)-1].at)
 	}
+	if sc.Memory > 0 { // one request per key: every request is ideal
+		res.Ideal = res.Requests
+	}
 	// Worst window: the most admitted within any one Period.
 	worst, j := 0, 0
 	for i := range admitted {
@@ -252,6 +323,9 @@ func summarise(res *Result, calls []call, sc Scenario, elapsed time.Duration) {
 		worst = max(worst, i-j+1)
 	}
 	res.WorstWindow = float64(worst) / float64(sc.Limit.Rate)
+	if sc.Memory > 0 {
+		res.WorstWindow = 0 // many keys: no one window to speak of
+	}
 	if elapsed > 0 {
 		res.DecisionsPerSecond = float64(len(calls)) / elapsed.Seconds()
 	}

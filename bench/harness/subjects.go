@@ -41,13 +41,22 @@ type Subject struct {
 	Name string
 	// Remote says the subject talks to Redis (its commandstats count).
 	Remote bool
-	New    func(c Clients, limit sluice.Limit) (decide Decide, close func(), err error)
+	// Baseline marks a reference that is not a limiter (PING): it runs in
+	// throughput scenarios only.
+	Baseline bool
+	New      func(c Clients, limit sluice.Limit) (decide Decide, close func(), err error)
 }
 
 func sluiceSubject(name string, build func(sluice.Store) (sluice.Limiter, error)) Subject {
+	return sluiceSubjectVia(name, false, build)
+}
+
+// sluiceSubjectVia builds a Sluice subject on rueidis (where available) or,
+// with goRedis, always on go-redis.
+func sluiceSubjectVia(name string, goRedis bool, build func(sluice.Store) (sluice.Limiter, error)) Subject {
 	return Subject{Name: "sluice/" + name, Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
 		var store sluice.Store = goredisstore.New(c.GoRedis)
-		if c.Rueidis != nil {
+		if c.Rueidis != nil && !goRedis {
 			store = rueidisstore.New(c.Rueidis)
 		}
 		l, err := build(store)
@@ -71,6 +80,7 @@ func decideWith(l sluice.Limiter, limit sluice.Limit) Decide {
 func Subjects() []Subject {
 	return []Subject{
 		sluiceSubject("tokenbucket", func(s sluice.Store) (sluice.Limiter, error) { return tokenbucket.New(s) }),
+		sluiceSubjectVia("tokenbucket (go-redis)", true, func(s sluice.Store) (sluice.Limiter, error) { return tokenbucket.New(s) }),
 		sluiceSubject("gcra", func(s sluice.Store) (sluice.Limiter, error) { return gcra.New(s) }),
 		sluiceSubject("slidingcounter", func(s sluice.Store) (sluice.Limiter, error) { return slidingcounter.New(s) }),
 		sluiceSubject("slidinglog", func(s sluice.Store) (sluice.Limiter, error) { return slidinglog.New(s) }),
@@ -130,6 +140,19 @@ func Subjects() []Subject {
 			return func(ctx context.Context, key string) (bool, error) {
 				limited, _, err := l.RateLimitCtx(ctx, key, 1)
 				return err == nil && !limited, err
+			}, func() {}, nil
+		}},
+		{Name: "PING (go-redis)", Remote: true, Baseline: true, New: func(c Clients, _ sluice.Limit) (Decide, func(), error) {
+			return func(ctx context.Context, _ string) (bool, error) {
+				return true, c.GoRedis.Ping(ctx).Err()
+			}, func() {}, nil
+		}},
+		{Name: "PING (rueidis)", Remote: true, Baseline: true, New: func(c Clients, _ sluice.Limit) (Decide, func(), error) {
+			if c.Rueidis == nil {
+				return nil, nil, fmt.Errorf("no rueidis client on the embedded store")
+			}
+			return func(ctx context.Context, _ string) (bool, error) {
+				return true, c.Rueidis.Do(ctx, c.Rueidis.B().Ping().Build()).Error()
 			}, func() {}, nil
 		}},
 		{Name: "x/time/rate (in process)", New: func(_ Clients, limit sluice.Limit) (Decide, func(), error) {

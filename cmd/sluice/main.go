@@ -62,6 +62,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 )
 
 const usage = `Sluice: a distributed rate limiter on Redis.
@@ -150,7 +151,7 @@ func runBenchCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "sluice bench: %v\n", err)
 		return 1
 	}
-	cmd := exec.CommandContext(ctx, "go", append([]string{"-C", dir, "run", "./cmd/sluice-bench"}, args...)...)
+	cmd := exec.CommandContext(ctx, "go", append([]string{"-C", dir, "run", "./cmd/sluice-bench"}, absPathFlags(args)...)...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError
@@ -161,6 +162,34 @@ func runBenchCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		return 1
 	}
 	return 0
+}
+
+// absPathFlags makes the file arguments of --json, --html and --from-json
+// absolute: the benchmark runs in the bench module's directory.
+func absPathFlags(args []string) []string {
+	out := make([]string, len(args))
+	copy(out, args)
+	isPathFlag := func(name string) bool {
+		name = strings.TrimLeft(name, "-")
+		return name == "json" || name == "html" || name == "from-json"
+	}
+	for i := 0; i < len(out); i++ {
+		name, value, hasValue := strings.Cut(out[i], "=")
+		if !strings.HasPrefix(name, "-") || !isPathFlag(name) {
+			continue
+		}
+		if hasValue {
+			if abs, err := filepath.Abs(value); err == nil {
+				out[i] = name + "=" + abs
+			}
+		} else if i+1 < len(out) {
+			if abs, err := filepath.Abs(out[i+1]); err == nil {
+				out[i+1] = abs
+			}
+			i++
+		}
+	}
+	return out
 }
 
 // benchDir finds the bench module: ./bench from the repository root, where

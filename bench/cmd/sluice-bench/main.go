@@ -14,6 +14,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,8 +51,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	htmlPath := fs.String("html", "", "write a self-contained HTML report to this file")
 	onlyScenarios := fs.String("scenarios", "", "run only scenarios whose name contains this")
 	onlySubjects := fs.String("subjects", "", "run only subjects whose name contains this")
+	fromJSON := fs.String("from-json", "", "run nothing: render the table (and --html) from a saved --json file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *fromJSON != "" {
+		data, err := os.ReadFile(*fromJSON)
+		if err != nil {
+			return err
+		}
+		var report harness.Report
+		if err := json.Unmarshal(data, &report); err != nil {
+			return fmt.Errorf("--from-json: %w", err)
+		}
+		return output(stdout, report, "", *htmlPath)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -130,16 +143,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Duration: *duration, Scenarios: scenarios, Subjects: subjects,
 		Clients: clients, Stats: stats, Progress: stderr,
 	})
+	return output(stdout, report, *jsonPath, *htmlPath)
+}
+
+// output writes the table, and the JSON and HTML files when asked.
+func output(stdout io.Writer, report harness.Report, jsonPath, htmlPath string) error {
 	if err := harness.WriteTable(stdout, report); err != nil {
 		return err
 	}
-	if *jsonPath != "" {
-		if err := writeFile(*jsonPath, func(w io.Writer) error { return harness.WriteJSON(w, report) }); err != nil {
+	if jsonPath != "" {
+		if err := writeFile(jsonPath, func(w io.Writer) error { return harness.WriteJSON(w, report) }); err != nil {
 			return err
 		}
 	}
-	if *htmlPath != "" {
-		if err := writeFile(*htmlPath, func(w io.Writer) error { return harness.WriteHTML(w, report) }); err != nil {
+	if htmlPath != "" {
+		if err := writeFile(htmlPath, func(w io.Writer) error { return harness.WriteHTML(w, report) }); err != nil {
 			return err
 		}
 	}
