@@ -1,0 +1,54 @@
+package harness
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/store/embedded"
+)
+
+// TestRunOnTheEmbeddedStore runs two scenarios against a few subjects on
+// the embedded store and checks what the results must say whatever the
+// machine: steady traffic under the limit is all admitted, per-pod
+// x/time/rate limiters admit more than the shared limit while Sluice's
+// shared bucket does not.
+func TestRunOnTheEmbeddedStore(t *testing.T) {
+	store, err := embedded.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	client := redis.NewClient(&redis.Options{Addr: store.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+
+	var scenarios []Scenario
+	for _, s := range Scenarios() {
+		if strings.HasPrefix(s.Name, "steady") || strings.HasPrefix(s.Name, "pods") {
+			scenarios = append(scenarios, s)
+		}
+	}
+	var subjects []Subject
+	for _, s := range Subjects() {
+		if s.Name == "sluice/tokenbucket" || s.Name == "x/time/rate (in process)" || s.Name == "PING (go-redis)" {
+			subjects = append(subjects, s)
+		}
+	}
+	require.Len(t, scenarios, 2)
+	require.Len(t, subjects, 3)
+	results := Run(context.Background(), Options{Duration: 600 * time.Millisecond, Scenarios: scenarios, Subjects: subjects, Clients: Clients{GoRedis: client}})
+	require.Len(t, results, 4, "PING, a baseline, runs in throughput scenarios only")
+	byKey := map[string]Result{}
+	for _, r := range results {
+		require.Empty(t, r.Error, r.Subject)
+		byKey[r.Scenario[:5]+"/"+r.Subject] = r
+	}
+	steady := byKey["stead/sluice/tokenbucket"]
+	require.Equal(t, steady.Requests, steady.Admitted, "under the limit, everything is admitted")
+	require.Len(t, steady.AdmittedOverTime, 10)
+	shared, perPod := byKey["pods /sluice/tokenbucket"], byKey["pods /x/time/rate (in process)"]
+	require.LessOrEqual(t, shared.Admitted, shared.Ideal, "the shared bucket holds the limit")
+	require.Greater(t, perPod.Admitted, perPod.Ideal, "per-pod limiters admit more than the limit")
+}
