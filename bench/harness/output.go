@@ -136,6 +136,9 @@ func outHeaderLines(r Report) []string {
 	if !r.Representative {
 		lines = append(lines, "WARNING: "+outNotRepresentative)
 	}
+	for _, c := range r.Ceilings {
+		lines = append(lines, fmt.Sprintf("ceiling:  %s: %s requests/s", outOneLine(c.Name), outThousands(int64(c.RequestsPerSec))))
+	}
 	return lines
 }
 

@@ -16,9 +16,19 @@ type Report struct {
 	Redis string `json:"redis"`
 	// Representative is false on the embedded default: its latencies say
 	// little about a real Redis.
-	Representative bool     `json:"representative"`
-	Machine        string   `json:"machine"`
-	Results        []Result `json:"results"`
+	Representative bool   `json:"representative"`
+	Machine        string `json:"machine"`
+	// Ceilings are reference throughputs outside the scenarios, such as
+	// redis-benchmark -P 16 running the token bucket's own script.
+	Ceilings []Ceiling `json:"ceilings,omitempty"`
+	Results  []Result  `json:"results"`
+}
+
+// Ceiling is one reference throughput and how it was measured.
+type Ceiling struct {
+	Name           string  `json:"name"`
+	Command        string  `json:"command"`
+	RequestsPerSec float64 `json:"requests_per_second"`
 }
 
 // Result is one subject in one scenario.

@@ -21,7 +21,9 @@ import (
 	"github.com/sluicehq/sluice/algorithms/slidingcounter"
 	"github.com/sluicehq/sluice/algorithms/slidinglog"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/lease"
+	"github.com/sluicehq/sluice/sluiceotel"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
@@ -99,6 +101,25 @@ func Subjects() []Subject {
 				return nil, nil, err
 			}
 			return decideWith(l, limit), func() { _ = l.Close() }, nil
+		}},
+		{Name: "sluice/tokenbucket+fallback+sluiceotel", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+			var store sluice.Store = goredisstore.New(c.GoRedis)
+			if c.Rueidis != nil {
+				store = rueidisstore.New(c.Rueidis)
+			}
+			tb, err := tokenbucket.New(store)
+			if err != nil {
+				return nil, nil, err
+			}
+			fb, err := fallback.New(tb)
+			if err != nil {
+				return nil, nil, err
+			}
+			l, err := sluiceotel.New(fb, sluiceotel.WithAlgorithm("tokenbucket")) // global (no-op) providers
+			if err != nil {
+				return nil, nil, err
+			}
+			return decideWith(l, limit), func() {}, nil
 		}},
 		{Name: "go-redis/redis_rate (GCRA)", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
 			l := redis_rate.NewLimiter(c.GoRedis)

@@ -31,6 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/bench/harness"
 	"github.com/sluicehq/sluice/store/embedded"
 )
@@ -139,6 +140,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("no scenario or no subject matches")
 	}
 	fmt.Fprintf(stderr, "sluice bench on %s: %d scenarios x %d subjects\n", report.Redis, len(scenarios), len(subjects))
+	if report.Representative {
+		if c, err := redisBenchmark(ctx, stats); err != nil {
+			fmt.Fprintf(stderr, "redis-benchmark ceiling not measured: %v\n", err)
+		} else {
+			report.Ceilings = append(report.Ceilings, c)
+		}
+	}
 	report.Results = harness.Run(ctx, harness.Options{
 		Duration: *duration, Scenarios: scenarios, Subjects: subjects,
 		Clients: clients, Stats: stats, Progress: stderr,
@@ -179,6 +187,46 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// redisBenchmark measures the ceiling for the token bucket's script on
+// this server: redis-benchmark with 128 connections, 16 commands pipelined
+// per connection, EVALSHA on one hot key with a limit that allows all.
+func redisBenchmark(ctx context.Context, c *redis.Client) (harness.Ceiling, error) {
+	path, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		return harness.Ceiling{}, errors.New("redis-benchmark is not on the PATH")
+	}
+	script := tokenbucket.Script()
+	if err := c.ScriptLoad(ctx, script.Source()).Err(); err != nil {
+		return harness.Ceiling{}, err
+	}
+	opt := c.Options()
+	host, port, err := net.SplitHostPort(opt.Addr)
+	if err != nil {
+		return harness.Ceiling{}, err
+	}
+	args := []string{"-h", host, "-p", port, "-c", "128", "-P", "16", "-n", "400000", "-q",
+		"EVALSHA", script.SHA1(), "1", "rl:{ceiling}:tb", "1000000", "1000000", "1000000000", "1"}
+	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	if err != nil {
+		return harness.Ceiling{}, fmt.Errorf("%v: %s", err, out)
+	}
+	// "EVALSHA ...: 123456.79 requests per second, p50=..."
+	text := string(out)
+	if i := strings.LastIndex(text, ": "); i >= 0 {
+		fields := strings.Fields(text[i+2:])
+		if len(fields) > 0 {
+			if v, err := strconv.ParseFloat(fields[0], 64); err == nil {
+				return harness.Ceiling{
+					Name:           "redis-benchmark -P 16, the token bucket's script, one hot key",
+					Command:        "redis-benchmark " + strings.Join(args, " "),
+					RequestsPerSec: v,
+				}, nil
+			}
+		}
+	}
+	return harness.Ceiling{}, fmt.Errorf("unexpected redis-benchmark output %q", text)
 }
 
 // startRedis starts a throwaway redis-server on a free loopback port.
