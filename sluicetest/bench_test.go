@@ -579,46 +579,15 @@ func memoryGrowth(tb testing.TB, server *sluicetest.RedisServer, c memoryCase, k
 	return after - before
 }
 
-// settledMemory returns INFO memory used_memory minus mem_clients_normal
-// (from one INFO reply) once two readings 100 ms apart agree, so that an
-// incremental rehash of the keyspace (two hash tables for a while) has
-// finished. The connections' query and reply buffers (mem_clients_normal)
-// move by tens of kilobytes with the traffic and belong to no key.
+// settledMemory is the server's settled used_memory, without the
+// connections' buffers (sluicetest.RedisServer.SettledUsedMemory).
 func settledMemory(tb testing.TB, s *sluicetest.RedisServer) int64 {
 	tb.Helper()
-	read := func() int64 {
-		out, err := s.Do("INFO", "memory")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		fields := map[string]int64{}
-		for line := range strings.SplitSeq(out, "\r\n") {
-			k, v, ok := strings.Cut(line, ":")
-			if !ok || k != "used_memory" && k != "mem_clients_normal" {
-				continue
-			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				tb.Fatalf("INFO memory %s %q: %v", k, v, err)
-			}
-			fields[k] = n
-		}
-		if len(fields) != 2 {
-			tb.Fatalf("INFO memory: used_memory or mem_clients_normal missing: %v", fields)
-		}
-		return fields["used_memory"] - fields["mem_clients_normal"]
+	n, err := s.SettledUsedMemory()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	prev := read()
-	for range 50 {
-		time.Sleep(100 * time.Millisecond)
-		cur := read()
-		if cur == prev {
-			return cur
-		}
-		prev = cur
-	}
-	tb.Fatalf("used_memory did not settle within 5 s (last %d)", prev)
-	return 0
+	return n
 }
 
 // accuracyLimit is the limit of TestAccuracy: 100 per second, burst 100.

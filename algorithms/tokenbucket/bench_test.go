@@ -610,47 +610,15 @@ func memoryGrowth(tb testing.TB, server *sluicetest.RedisServer, n int, create f
 	return after - before
 }
 
-// settledUsedMemory returns INFO memory used_memory minus
-// mem_clients_normal (both from one INFO reply) once two readings 100 ms
-// apart agree, so that an incremental rehash of the keyspace (which holds
-// two hash tables for a while) has finished. The connections' query and
-// reply buffers (mem_clients_normal) grow and shrink with the traffic, by
-// tens of kilobytes, and belong to no key: they are left out.
+// settledUsedMemory is the server's settled used_memory, without the
+// connections' buffers (sluicetest.RedisServer.SettledUsedMemory).
 func settledUsedMemory(tb testing.TB, s *sluicetest.RedisServer) int64 {
 	tb.Helper()
-	read := func() int64 {
-		out, err := s.Do("INFO", "memory")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		fields := map[string]int64{}
-		for line := range strings.SplitSeq(out, "\r\n") {
-			k, v, ok := strings.Cut(line, ":")
-			if !ok || k != "used_memory" && k != "mem_clients_normal" {
-				continue
-			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				tb.Fatalf("INFO memory %s %q: %v", k, v, err)
-			}
-			fields[k] = n
-		}
-		if len(fields) != 2 {
-			tb.Fatalf("INFO memory: used_memory or mem_clients_normal missing: %v", fields)
-		}
-		return fields["used_memory"] - fields["mem_clients_normal"]
+	n, err := s.SettledUsedMemory()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	prev := read()
-	for range 50 {
-		time.Sleep(100 * time.Millisecond)
-		cur := read()
-		if cur == prev {
-			return cur
-		}
-		prev = cur
-	}
-	tb.Fatalf("used_memory did not settle within 5 s (last %d)", prev)
-	return 0
+	return n
 }
 
 // jemallocQuantum returns the "Quantum size" of MEMORY MALLOC-STATS, or 0
