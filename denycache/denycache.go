@@ -1,0 +1,259 @@
+// Package denycache remembers denials, so that a client hammering a limited
+// key costs the store nothing until its RetryAfter has passed.
+//
+// When the wrapped limiter denies a request of cost n on a key, the
+// decorator remembers the key (with its limit and that cost) until the
+// denial's RetryAfter, capped at [WithMaxStale]. Until then, a request of
+// the same cost on that key and limit is denied locally, with the store's
+// RetryAfter counted down (so it stays honest: a retry then is what the
+// store said); another cost, a peek, and anything after the entry expires
+// go to the wrapped limiter. When the store allows any request on the key,
+// its remembered denials are forgotten (they would understate the wait).
+// Keys live in a bounded LRU ([WithCapacity]).
+//
+// # Staleness
+//
+// A local denial can be wrong only if the key gained room in the store
+// meanwhile other than by the passing of time: a Refund or Reset made
+// through another process (or another limiter value). This decorator's own
+// Refund and Reset forget the entry. The error is bounded: a local denial
+// is never older than min(RetryAfter, MaxStale) (default 1 s). Time alone
+// never makes an entry wrong: the store could not have allowed the request
+// before RetryAfter anyway.
+package denycache
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Defaults, each overridable with an option.
+const (
+	// DefaultCapacity is how many keys with denials are remembered at most.
+	DefaultCapacity = 10_000
+	// DefaultMaxStale caps how long a denial is remembered.
+	DefaultMaxStale = time.Second
+)
+
+// Refunder is implemented by limiters that can refund and reset (every
+// Sluice algorithm); the decorator passes those calls through.
+type Refunder interface {
+	Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error)
+	Reset(ctx context.Context, key string) error
+}
+
+// Limiter remembers denials of the limiter it wraps. It is safe for
+// concurrent use.
+type Limiter struct {
+	next     sluice.Limiter
+	clock    sluice.Clock
+	capacity int
+	maxStale time.Duration
+
+	mu      sync.Mutex
+	entries map[entryKey]*list.Element
+	lru     *list.List // front: most recently used; values are *entry
+}
+
+var _ sluice.Limiter = (*Limiter)(nil)
+
+type entryKey struct {
+	key   string
+	limit sluice.Limit
+}
+
+// entry is a key's remembered denials, by cost.
+type entry struct {
+	k       entryKey
+	denials map[int64]denial
+}
+
+type denial struct {
+	at       time.Time       // when the store denied it
+	until    time.Time       // when it expires: at + min(RetryAfter, MaxStale)
+	decision sluice.Decision // the store's denial
+}
+
+// Option configures a [Limiter].
+type Option func(*Limiter) error
+
+// WithCapacity bounds the number of remembered keys (default
+// [DefaultCapacity]); the least recently used is forgotten first.
+func WithCapacity(n int) Option {
+	return func(l *Limiter) error {
+		if n < 1 {
+			return fmt.Errorf("denycache: WithCapacity(%d): must be at least 1", n)
+		}
+		l.capacity = n
+		return nil
+	}
+}
+
+// WithMaxStale caps how long a denial is remembered (default
+// [DefaultMaxStale]): the staleness bound under refunds and resets made
+// elsewhere.
+func WithMaxStale(d time.Duration) Option {
+	return func(l *Limiter) error {
+		if d <= 0 {
+			return fmt.Errorf("denycache: WithMaxStale(%s): must be positive", d)
+		}
+		l.maxStale = d
+		return nil
+	}
+}
+
+// WithClock sets the clock (default [sluice.SystemClock]).
+func WithClock(c sluice.Clock) Option {
+	return func(l *Limiter) error {
+		if c == nil {
+			return errors.New("denycache: WithClock(nil)")
+		}
+		l.clock = c
+		return nil
+	}
+}
+
+// New returns a Limiter remembering the denials of next.
+func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
+	if next == nil {
+		return nil, errors.New("denycache: next must not be nil")
+	}
+	l := &Limiter{next: next, clock: sluice.SystemClock{}, capacity: DefaultCapacity, maxStale: DefaultMaxStale,
+		entries: map[entryKey]*list.Element{}, lru: list.New()}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("denycache: nil option")
+		}
+		if err := o(l); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// AllowN denies locally a request that a remembered denial covers, and
+// asks the wrapped limiter otherwise.
+func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	k := entryKey{key, limit}
+	if n > 0 {
+		if d, ok := l.lookup(k, n); ok {
+			return d, nil
+		}
+	}
+	d, err := l.next.AllowN(ctx, key, limit, n)
+	switch {
+	case err != nil || n <= 0:
+	case !d.Allowed && d.RetryAfter > 0:
+		l.remember(k, n, d)
+	case d.Allowed:
+		// The key just consumed: its remembered denials understate how
+		// long to wait now. Forget them.
+		l.drop(k)
+	}
+	return d, err
+}
+
+func (l *Limiter) lookup(k entryKey, n int64) (sluice.Decision, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	el, ok := l.entries[k]
+	if !ok {
+		return sluice.Decision{}, false
+	}
+	e := el.Value.(*entry)
+	dn, ok := e.denials[n]
+	if !ok {
+		return sluice.Decision{}, false
+	}
+	now := l.clock.Now()
+	if !now.Before(dn.until) {
+		delete(e.denials, n)
+		if len(e.denials) == 0 {
+			l.lru.Remove(el)
+			delete(l.entries, k)
+		}
+		return sluice.Decision{}, false
+	}
+	l.lru.MoveToFront(el)
+	// The store's denial, aged: its RetryAfter and ResetAfter count down.
+	elapsed := now.Sub(dn.at)
+	d := dn.decision
+	d.RetryAfter -= elapsed
+	d.ResetAfter = max(d.ResetAfter-elapsed, d.RetryAfter)
+	return d, true
+}
+
+func (l *Limiter) remember(k entryKey, n int64, d sluice.Decision) {
+	now := l.clock.Now()
+	dn := denial{at: now, until: now.Add(min(d.RetryAfter, l.maxStale)), decision: d}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if el, ok := l.entries[k]; ok {
+		el.Value.(*entry).denials[n] = dn
+		l.lru.MoveToFront(el)
+		return
+	}
+	l.entries[k] = l.lru.PushFront(&entry{k: k, denials: map[int64]denial{n: dn}})
+	for l.lru.Len() > l.capacity {
+		oldest := l.lru.Back()
+		l.lru.Remove(oldest)
+		delete(l.entries, oldest.Value.(*entry).k)
+	}
+}
+
+// drop forgets k's denials.
+func (l *Limiter) drop(k entryKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if el, ok := l.entries[k]; ok {
+		l.lru.Remove(el)
+		delete(l.entries, k)
+	}
+}
+
+// forget drops every remembered denial of key.
+func (l *Limiter) forget(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, el := range l.entries {
+		if k.key == key {
+			l.lru.Remove(el)
+			delete(l.entries, k)
+		}
+	}
+}
+
+// Refund forgets key's denials and passes the refund to the wrapped
+// limiter, which must implement [Refunder].
+func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	r, ok := l.next.(Refunder)
+	if !ok {
+		return sluice.Decision{}, errors.New("denycache: the wrapped limiter cannot refund")
+	}
+	l.forget(key)
+	return r.Refund(ctx, key, limit, n)
+}
+
+// Reset forgets key's denials and passes the reset to the wrapped limiter,
+// which must implement [Refunder].
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	r, ok := l.next.(Refunder)
+	if !ok {
+		return errors.New("denycache: the wrapped limiter cannot reset")
+	}
+	l.forget(key)
+	return r.Reset(ctx, key)
+}
+
+// Len returns the number of keys with remembered denials.
+func (l *Limiter) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lru.Len()
+}
