@@ -6,7 +6,8 @@
 //
 // A request is checked against every policy that applies to it, in order;
 // the first denial answers 429 (policies checked before it have counted
-// the request: use one policy per limiter call where that matters). Every
+// the request, unless [WithAtomic] checks them all in one call, all or
+// nothing). Every
 // response carries the headers of every policy that was checked. Headers
 // never carry the key itself.
 //
@@ -16,6 +17,7 @@
 package httplimit
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +28,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/multilimit"
 )
 
 // Policy is one limit applied to requests.
@@ -77,6 +81,7 @@ type config struct {
 	ietf, xHeaders bool
 	onError        ErrorHandler
 	logger         *slog.Logger
+	atomic         *multilimit.Limiter
 }
 
 // Option configures the middleware.
@@ -92,6 +97,14 @@ func WithoutXHeaders() Option { return func(c *config) { c.xHeaders = false } }
 // (default: 503 and a logged error).
 func WithErrorHandler(h ErrorHandler) Option { return func(c *config) { c.onError = h } }
 
+// WithAtomic checks all the middleware's policies in one call to multi,
+// all or nothing: a request that one policy denies consumes from none. The
+// policies are then token-bucket limits on multi's store (their Limiter
+// field is not used), must have the same Cost, and their keys must share a
+// Redis Cluster slot: give them the same Key function (keys are built as
+// sluice.Key(key, "http", policy name), so the key is the hash tag).
+func WithAtomic(multi *multilimit.Limiter) Option { return func(c *config) { c.atomic = multi } }
+
 // WithLogger sets the logger of the default error handler (default
 // slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
@@ -102,6 +115,12 @@ func Middleware(policies []Policy, opts ...Option) (func(http.Handler) http.Hand
 	if len(policies) == 0 {
 		return nil, errors.New("httplimit: no policy")
 	}
+	c := config{ietf: true, xHeaders: true, logger: slog.Default()}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
 	ps := make([]Policy, len(policies))
 	for i, p := range policies {
 		if p.Cost == 0 {
@@ -110,16 +129,21 @@ func Middleware(policies []Policy, opts ...Option) (func(http.Handler) http.Hand
 		if p.Key == nil {
 			p.Key = RemoteAddr()
 		}
+		if c.atomic != nil && p.Limiter == nil {
+			p.Limiter = unusedLimiter{} // the atomic check decides
+		}
 		if err := p.validate(); err != nil {
 			return nil, err
 		}
-		ps[i] = p
-	}
-	c := config{ietf: true, xHeaders: true, logger: slog.Default()}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
+		if c.atomic != nil {
+			if err := tokenbucket.ValidateLimit(p.Limit); err != nil {
+				return nil, fmt.Errorf("httplimit: policy %q: %w", p.Name, err)
+			}
+			if p.Cost != ps[0].Cost && i > 0 {
+				return nil, fmt.Errorf("httplimit: WithAtomic: policy %q costs %d, policy %q %d: atomic policies share one cost", p.Name, p.Cost, ps[0].Name, ps[0].Cost)
+			}
 		}
+		ps[i] = p
 	}
 	if c.onError == nil {
 		logger := c.logger
@@ -136,6 +160,10 @@ func Middleware(policies []Policy, opts ...Option) (func(http.Handler) http.Hand
 }
 
 func serve(w http.ResponseWriter, r *http.Request, next http.Handler, ps []Policy, c *config) {
+	if c.atomic != nil {
+		serveAtomic(w, r, next, ps, c)
+		return
+	}
 	var tightest *outcome
 	for _, p := range ps {
 		key, err := p.Key(r)
@@ -164,6 +192,50 @@ func serve(w http.ResponseWriter, r *http.Request, next http.Handler, ps []Polic
 	}
 	c.writeX(w, tightest)
 	next.ServeHTTP(w, r)
+}
+
+// serveAtomic checks every policy in one multilimit call.
+func serveAtomic(w http.ResponseWriter, r *http.Request, next http.Handler, ps []Policy, c *config) {
+	checks := make([]multilimit.Check, len(ps))
+	for i, p := range ps {
+		key, err := p.Key(r)
+		if err != nil {
+			problem(w, http.StatusBadRequest, "Bad Request", "the request carries no rate-limit key")
+			return
+		}
+		checks[i] = multilimit.Check{Key: sluice.Key(key, "http", p.Name), Limit: p.Limit}
+	}
+	d, err := c.atomic.AllowN(r.Context(), checks, ps[0].Cost)
+	if err != nil {
+		c.onError(w, r, err)
+		return
+	}
+	var tightest *outcome
+	for i, p := range ps {
+		o := &outcome{policy: p, decision: d.Limits[i]}
+		c.writeHeaders(w, o)
+		if tightest == nil || o.decision.Remaining < tightest.decision.Remaining {
+			tightest = o
+		}
+	}
+	if !d.Allowed {
+		denied := &outcome{policy: ps[d.Denied], decision: d.Limits[d.Denied]}
+		c.writeX(w, denied)
+		retry := retryAfterSeconds(d.RetryAfter)
+		w.Header().Set("Retry-After", strconv.FormatInt(retry, 10))
+		problem(w, http.StatusTooManyRequests, "Too Many Requests",
+			fmt.Sprintf("rate limit %q exceeded; retry after %d s", ps[d.Denied].Name, retry))
+		return
+	}
+	c.writeX(w, tightest)
+	next.ServeHTTP(w, r)
+}
+
+// unusedLimiter stands in for a policy's Limiter under WithAtomic.
+type unusedLimiter struct{}
+
+func (unusedLimiter) AllowN(context.Context, string, sluice.Limit, int64) (sluice.Decision, error) {
+	return sluice.Decision{}, errors.New("httplimit: an atomic policy's own limiter is not used")
 }
 
 type outcome struct {
