@@ -40,7 +40,8 @@ func TestConcurrentProcesses(t *testing.T) {
 		require.LessOrEqual(t, perWindow[w], int(limit.Rate), "window %d", w)
 	}
 	// Full windows (not the first or last) are used up: each admits Rate,
-	// give or take the few calls that straddle a boundary.
+	// give or take the calls that straddle a boundary (counted by their
+	// start) and a stall of the loaded machine at a window's start.
 	full := 0
 	for _, c := range allowed {
 		if w := c.Start / period; w > first && w < last {
@@ -48,7 +49,7 @@ func TestConcurrentProcesses(t *testing.T) {
 		}
 	}
 	windows := int(last - first - 1)
-	require.GreaterOrEqual(t, float64(full), 0.95*float64(windows)*float64(limit.Rate))
+	require.GreaterOrEqual(t, float64(full), 0.9*float64(windows)*float64(limit.Rate))
 	t.Logf("%d calls, %d allowed over %d full windows; at most %d per window",
 		len(calls), len(allowed), windows, maxOf(perWindow))
 }
