@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/algorithms/slidingcounter"
 	"github.com/sluicehq/sluice/algorithms/slidinglog"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/multilimit"
 )
 
 // FileConfig is the shape of a policy file, YAML or JSON (JSON is YAML):
@@ -133,7 +134,8 @@ func (fp FilePolicy) build(store sluice.Store) (Policy, error) {
 	default:
 		return Policy{}, fmt.Errorf("unknown key %q (remote-addr or header:Name)", fp.Key)
 	}
-	p := Policy{Name: fp.Name, Limiter: limiter, Limit: sluice.Limit{Rate: fp.Rate, Period: period, Burst: burst}, Cost: fp.Cost, Key: key}
+	p := Policy{Name: fp.Name, Limiter: limiter, Limit: sluice.Limit{Rate: fp.Rate, Period: period, Burst: burst}, Cost: fp.Cost, Key: key,
+		Algorithm: multilimit.Algorithm(fp.Algorithm)}
 	if p.Cost == 0 {
 		p.Cost = 1
 	}

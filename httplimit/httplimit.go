@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/multilimit"
 )
 
@@ -45,6 +44,9 @@ type Policy struct {
 	Cost int64
 	// Key derives the client's key (default RemoteAddr()).
 	Key KeyFunc
+	// Algorithm enforces the policy under WithAtomic, where Limiter is
+	// not used (default token bucket). Load sets it from the file.
+	Algorithm multilimit.Algorithm
 }
 
 func (p Policy) validate() error {
@@ -99,10 +101,11 @@ func WithErrorHandler(h ErrorHandler) Option { return func(c *config) { c.onErro
 
 // WithAtomic checks all the middleware's policies in one call to multi,
 // all or nothing: a request that one policy denies consumes from none. The
-// policies are then token-bucket limits on multi's store (their Limiter
-// field is not used), must have the same Cost, and their keys must share a
-// Redis Cluster slot: give them the same Key function (keys are built as
-// sluice.Key(key, "http", policy name), so the key is the hash tag).
+// policies are then enforced by their Algorithm on multi's store (their
+// Limiter field is not used), must have the same Cost, and their keys must
+// share a Redis Cluster slot: give them the same Key function (keys are
+// built as sluice.Key(key, "http", policy name), so the key is the hash
+// tag).
 func WithAtomic(multi *multilimit.Limiter) Option { return func(c *config) { c.atomic = multi } }
 
 // WithLogger sets the logger of the default error handler (default
@@ -136,7 +139,7 @@ func Middleware(policies []Policy, opts ...Option) (func(http.Handler) http.Hand
 			return nil, err
 		}
 		if c.atomic != nil {
-			if err := tokenbucket.ValidateLimit(p.Limit); err != nil {
+			if err := p.Algorithm.Validate(p.Limit, p.Cost); err != nil {
 				return nil, fmt.Errorf("httplimit: policy %q: %w", p.Name, err)
 			}
 			if p.Cost != ps[0].Cost && i > 0 {
@@ -203,7 +206,7 @@ func serveAtomic(w http.ResponseWriter, r *http.Request, next http.Handler, ps [
 			problem(w, http.StatusBadRequest, "Bad Request", "the request carries no rate-limit key")
 			return
 		}
-		checks[i] = multilimit.Check{Key: sluice.Key(key, "http", p.Name), Limit: p.Limit}
+		checks[i] = multilimit.Check{Key: sluice.Key(key, "http", p.Name), Limit: p.Limit, Algorithm: p.Algorithm}
 	}
 	d, err := c.atomic.AllowN(r.Context(), checks, ps[0].Cost)
 	if err != nil {

@@ -16,7 +16,8 @@ import (
 )
 
 // FuzzScriptMatchesModel: random sequences of multi-limit calls (1 to 3
-// limits from a table, costs, time steps forwards and backwards) through
+// limits of any algorithms from a table, costs, time steps forwards and
+// backwards) through
 // the Lua script on a real redis-server and through the Go model; every
 // decision must be identical. Each 6 bytes of input are one call.
 //
@@ -27,11 +28,17 @@ func FuzzScriptMatchesModel(f *testing.F) {
 	server := sluicetest.SharedRedis(f)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
 	f.Cleanup(func() { _ = client.Close() })
-	table := []sluice.Limit{
-		{Rate: 5, Period: time.Second, Burst: 5},
-		{Rate: 8, Period: time.Minute, Burst: 8},
-		{Rate: 3, Period: time.Second, Burst: 7},
-		{Rate: 1000, Period: time.Second, Burst: 10},
+	table := []struct {
+		limit     sluice.Limit
+		algorithm multilimit.Algorithm
+	}{
+		{sluice.Limit{Rate: 5, Period: time.Second, Burst: 5}, multilimit.TokenBucket},
+		{sluice.Limit{Rate: 8, Period: time.Minute, Burst: 8}, multilimit.GCRA},
+		{sluice.Limit{Rate: 3, Period: time.Second, Burst: 7}, multilimit.TokenBucket},
+		{sluice.Limit{Rate: 1000, Period: time.Second, Burst: 10}, multilimit.GCRA},
+		{sluice.Limit{Rate: 6, Period: time.Second, Burst: 6}, multilimit.FixedWindow},
+		{sluice.Limit{Rate: 9, Period: 2 * time.Second, Burst: 9}, multilimit.SlidingCounter},
+		{sluice.Limit{Rate: 4, Period: 500 * time.Millisecond, Burst: 4}, multilimit.SlidingLog},
 	}
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		clock := sluicetest.NewFakeClock(sluicetest.Epoch)
@@ -43,13 +50,17 @@ func FuzzScriptMatchesModel(f *testing.F) {
 		for i := 0; i+6 <= len(ops) && i < 6*150; i += 6 {
 			m := 1 + int(ops[i])%3
 			cs := make([]multilimit.Check, m)
-			minBurst := int64(1 << 40)
+			capacity := int64(1 << 40)
 			for j := range cs {
-				limit := table[(int(ops[i+1])+j)%len(table)]
-				cs[j] = multilimit.Check{Key: sluice.Key(tenant, string(rune('a'+j))), Limit: limit}
-				minBurst = min(minBurst, limit.Burst)
+				row := table[(int(ops[i+1])+j*int(1+ops[i+1]/16))%len(table)]
+				cs[j] = multilimit.Check{Key: sluice.Key(tenant, string(rune('a'+j))), Limit: row.limit, Algorithm: row.algorithm}
+				if row.algorithm == multilimit.TokenBucket || row.algorithm == multilimit.GCRA {
+					capacity = min(capacity, row.limit.Burst)
+				} else {
+					capacity = min(capacity, row.limit.Rate)
+				}
 			}
-			n := int64(ops[i+2]) % (minBurst + 1)
+			n := int64(ops[i+2]) % (capacity + 1)
 			step := int64(int16(binary.LittleEndian.Uint16(ops[i+3:])))
 			clock.Advance(time.Duration(step) * time.Duration(1+int(ops[i+5])%50) * time.Millisecond)
 			got, gotErr := script.AllowN(t.Context(), cs, n)

@@ -1,19 +1,25 @@
 // Package multilimit checks one request against several limits in one
 // round trip, all or nothing: per tenant and per route, or per second and
-// per day. If any limit denies, none is consumed.
+// per day, each with its own algorithm. If any limit denies, none is
+// consumed.
 //
-// The limits are token buckets (the default algorithm), and each bucket is
-// the very one tokenbucket.Limiter keeps for the same key, so a limit can
-// be checked alone elsewhere and together here. All keys of one call must
-// share a Redis Cluster slot: build them with sluice.Key and one tag
-// (rl:{tenant:42}:...); keys that cannot share a slot are an error before
-// anything is sent.
+// Each limit's state is the very one its algorithm's own Limiter keeps for
+// the same key (tokenbucket.Limiter for a TokenBucket check, and so on), so
+// a limit can be checked alone elsewhere and together here. All keys of one
+// call must share a Redis Cluster slot: build them with sluice.Key and one
+// tag (rl:{tenant:42}:...); keys that cannot share a slot are an error
+// before anything is sent.
 //
 // The Decision says whether the request was allowed, which limit denied
 // it (the first in the order given), the longest RetryAfter among the
 // limits that denied (retrying then succeeds if nothing else consumed
 // meanwhile), and each limit's own Decision (Remaining, RetryAfter,
 // ResetAfter), which HTTP middleware can report per policy.
+//
+// One script holds every algorithm's decision code (the same Lua text as
+// the algorithms' own scripts). It decides every limit without writing,
+// then, only if all allow, decides them again and writes: the atomic
+// script and its fixed clock make the second pass agree with the first.
 package multilimit
 
 import (
@@ -23,29 +29,104 @@ import (
 	"fmt"
 	"time"
 
+	"strings"
+
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	// The algorithms register their specs (scriptlimit.Register) as they
+	// initialise; the script below is built from them.
+	_ "github.com/sluicehq/sluice/algorithms/fixedwindow"
+	_ "github.com/sluicehq/sluice/algorithms/gcra"
+	_ "github.com/sluicehq/sluice/algorithms/slidingcounter"
+	_ "github.com/sluicehq/sluice/algorithms/slidinglog"
+	_ "github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/internal/scriptlimit"
 )
+
+// Algorithm names the algorithm of one check.
+type Algorithm string
+
+// The algorithms a check may use; the zero value is TokenBucket.
+const (
+	TokenBucket    Algorithm = "tokenbucket"
+	GCRA           Algorithm = "gcra"
+	FixedWindow    Algorithm = "fixedwindow"
+	SlidingCounter Algorithm = "slidingcounter"
+	SlidingLog     Algorithm = "slidinglog"
+)
+
+// algorithms is the script's numbering: the algorithm of ARGV is its
+// 1-based index here.
+var algorithms = []Algorithm{TokenBucket, GCRA, FixedWindow, SlidingCounter, SlidingLog}
 
 //go:embed multilimit.lua
 var source string
 
-var script = sluice.NewScript(source, runLocal)
+var (
+	specs  = make([]*scriptlimit.Spec, len(algorithms))
+	script = sluice.NewScript(buildSource(), runLocal)
+)
+
+// buildSource puts every algorithm's body, as a function, in place of the
+// script's ALGORITHMS line.
+func buildSource() string {
+	var b strings.Builder
+	names := make([]string, len(algorithms))
+	for i, a := range algorithms {
+		specs[i] = scriptlimit.Registered(string(a))
+		if specs[i] == nil {
+			panic("multilimit: algorithm " + string(a) + " is not registered")
+		}
+		names[i] = "body_" + string(a)
+		fmt.Fprintf(&b, "local function %s(key, rate, period_us, burst, cost, now, dry)\n%s\nend\n\n", names[i], specs[i].Body)
+	}
+	fmt.Fprintf(&b, "local bodies = {%s}\n", strings.Join(names, ", "))
+	const marker = "-- ALGORITHMS:"
+	at := strings.Index(source, marker)
+	if at < 0 {
+		panic("multilimit: multilimit.lua has no ALGORITHMS line")
+	}
+	end := at + strings.Index(source[at:], "\n\n") // the comment's end
+	if end < at {
+		panic("multilimit: multilimit.lua's ALGORITHMS comment has no end")
+	}
+	return source[:at] + b.String() + source[end+2:]
+}
 
 // Script returns the multi-limit script paired with its Go model.
 func Script() *sluice.Script { return script }
 
 const maxLimits = 16
 
+func algorithmNames() string {
+	names := make([]string, len(algorithms))
+	for i, a := range algorithms {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
+}
+
+func specOf(a Algorithm) (int, *scriptlimit.Spec) {
+	if a == "" {
+		a = TokenBucket
+	}
+	for i, name := range algorithms {
+		if name == a {
+			return i, specs[i]
+		}
+	}
+	return -1, nil
+}
+
 // ErrCrossSlot is returned when the keys of one call cannot share a Redis
 // Cluster slot.
 var ErrCrossSlot = errors.New("multilimit: the keys of one call hash to different Redis Cluster slots; give them one hash tag (sluice.Key)")
 
-// Check is one limit of a call: the key it counts under and the limit.
+// Check is one limit of a call: the key it counts under, the limit and
+// the algorithm that enforces it (default TokenBucket).
 type Check struct {
-	Key   string
-	Limit sluice.Limit
+	Key       string
+	Limit     sluice.Limit
+	Algorithm Algorithm
 }
 
 // Decision is the outcome of one multi-limit call.
@@ -107,23 +188,27 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 		return Decision{}, fmt.Errorf("multilimit: %w: 1 to %d checks, got %d", sluice.ErrInvalidLimit, maxLimits, len(checks))
 	}
 	keys := make([]string, len(checks))
-	args := make([]int64, 2, 3+3*len(checks))
+	args := make([]int64, 2, 3+4*len(checks))
 	args[0], args[1] = n, int64(len(checks))
 	for i, c := range checks {
+		id, spec := specOf(c.Algorithm)
 		if err := sluice.ValidateKey(c.Key); err != nil {
 			return Decision{}, fmt.Errorf("multilimit: check %d: %w", i, err)
 		}
-		if err := tokenbucket.ValidateLimit(c.Limit); err != nil {
+		if err := c.Algorithm.Validate(c.Limit, n); err != nil {
 			return Decision{}, fmt.Errorf("multilimit: check %d: %w", i, err)
 		}
-		if err := c.Limit.ValidateCost(n); err != nil {
-			return Decision{}, fmt.Errorf("multilimit: check %d: %w", i, err)
-		}
-		keys[i] = c.Key + tokenbucket.KeySuffix
+		keys[i] = c.Key + spec.KeySuffix
 		if sluice.HashSlot(keys[i]) != sluice.HashSlot(keys[0]) {
 			return Decision{}, ErrCrossSlot
 		}
-		args = append(args, c.Limit.Rate, c.Limit.PeriodMicros(), c.Limit.Burst)
+		for j := range i {
+			if keys[j] == keys[i] {
+				return Decision{}, fmt.Errorf("multilimit: %w: checks %d and %d are the same state (key %q, algorithm %s); "+
+					"one call checks a state once", sluice.ErrInvalidKey, j, i, c.Key, spec.Name)
+			}
+		}
+		args = append(args, int64(id+1), c.Limit.Rate, c.Limit.PeriodMicros(), c.Limit.Burst)
 	}
 	if l.clock != nil {
 		t := l.clock.Now()
@@ -143,7 +228,9 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 	d := Decision{Allowed: reply[0] == 1, Denied: int(reply[1]) - 1, Limits: make([]sluice.Decision, len(checks))}
 	for i, c := range checks {
 		remaining, retry, reset := reply[2+3*i], reply[3+3*i], reply[4+3*i]
-		if remaining < 0 || remaining > c.Limit.Burst || retry < 0 || reset < 0 {
+		_, spec := specOf(c.Algorithm)
+		if remaining < 0 || remaining > max(c.Limit.Burst, c.Limit.Rate) || retry < 0 || reset < 0 ||
+			retry > spec.MaxReplyMicros || reset > spec.MaxReplyMicros || d.Allowed && retry != 0 {
 			return Decision{}, fmt.Errorf("multilimit: %w: %v", sluice.ErrUnexpectedReply, reply)
 		}
 		ld := sluice.Decision{
@@ -157,4 +244,30 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 		d.RetryAfter = max(d.RetryAfter, ld.RetryAfter)
 	}
 	return d, nil
+}
+
+// Validate reports whether a check of algorithm a can enforce limit at a
+// cost of n: the algorithm is known, the limit passes Limit.Validate and
+// the algorithm's own checks, and 0 <= n <= what it can ever allow (Burst
+// for the buckets, Rate for the windows).
+func (a Algorithm) Validate(limit sluice.Limit, n int64) error {
+	_, spec := specOf(a)
+	if spec == nil {
+		return fmt.Errorf("%w: unknown algorithm %q (%s)", sluice.ErrInvalidLimit, a, algorithmNames())
+	}
+	if err := limit.Validate(); err != nil {
+		return err
+	}
+	if spec.ValidateLimit != nil {
+		if err := spec.ValidateLimit(limit); err != nil {
+			return err
+		}
+	}
+	switch capacity := spec.Capacity(limit); {
+	case n < 0:
+		return sluice.NewCostError(n, limit, "cost must not be negative", false)
+	case n > capacity:
+		return sluice.NewCostError(n, limit, fmt.Sprintf("cost exceeds the %d that %s can ever allow under this limit", capacity, spec.Name), true)
+	}
+	return nil
 }

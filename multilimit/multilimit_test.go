@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/fixedwindow"
+	"github.com/sluicehq/sluice/algorithms/slidinglog"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/multilimit"
 	"github.com/sluicehq/sluice/sluicetest"
@@ -187,8 +189,10 @@ func TestNoPartialConsumption(t *testing.T) {
 	require.Equal(t, noRefill.Burst-admitted.Load(), p.Remaining, "the total bucket gave exactly what was admitted")
 }
 
-// BenchmarkMultiLimit: one 2-limit and one 3-limit decision against 2 and
-// 3 separate calls, on a real redis-server through rueidis.
+// BenchmarkMultiLimit: 2 and 3 token-bucket limits, and 3 limits of three
+// algorithms (token bucket, fixed window, sliding log), in one call against
+// separate calls of each algorithm's own limiter, on a real redis-server
+// through rueidis, one goroutine.
 //
 //	go test -run '^$' -bench BenchmarkMultiLimit -benchtime 2s -count 3 ./multilimit/
 func BenchmarkMultiLimit(b *testing.B) {
@@ -201,25 +205,44 @@ func BenchmarkMultiLimit(b *testing.B) {
 	require.NoError(b, err)
 	tb, err := tokenbucket.New(store)
 	require.NoError(b, err)
+	fw, err := fixedwindow.New(store)
+	require.NoError(b, err)
+	sl, err := slidinglog.New(store)
+	require.NoError(b, err)
+	own := map[multilimit.Algorithm]sluice.Limiter{multilimit.TokenBucket: tb, multilimit.FixedWindow: fw, multilimit.SlidingLog: sl}
 	big := sluice.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000_000}
-	for _, m := range []int{2, 3} {
-		cs := make([]multilimit.Check, m)
-		for i := range cs {
-			cs[i] = multilimit.Check{Key: sluice.Key("bench", string(rune('a'+i))), Limit: big}
-		}
-		b.Run("one-call/limits="+string(rune('0'+m)), func(b *testing.B) {
+	// The sliding log keeps one member per request of the last period:
+	// 10,000 per 10 ms keeps the set small and never denies here.
+	log := sluice.Limit{Rate: 10_000, Period: 10 * time.Millisecond, Burst: 10_000}
+	cases := map[string][]multilimit.Check{
+		"tokenbucket-x2": {{Key: sluice.Key("bench", "a"), Limit: big}, {Key: sluice.Key("bench", "b"), Limit: big}},
+		"tokenbucket-x3": {{Key: sluice.Key("bench", "a"), Limit: big}, {Key: sluice.Key("bench", "b"), Limit: big}, {Key: sluice.Key("bench", "c"), Limit: big}},
+		"mixed-x3": {
+			{Key: sluice.Key("bench", "m1"), Limit: big, Algorithm: multilimit.TokenBucket},
+			{Key: sluice.Key("bench", "m2"), Limit: big, Algorithm: multilimit.FixedWindow},
+			{Key: sluice.Key("bench", "m3"), Limit: log, Algorithm: multilimit.SlidingLog},
+		},
+	}
+	for _, name := range []string{"tokenbucket-x2", "tokenbucket-x3", "mixed-x3"} {
+		cs := cases[name]
+		b.Run(name+"/one-call", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := l.AllowN(b.Context(), cs, 1); err != nil {
-					b.Fatal(err)
+				d, err := l.AllowN(b.Context(), cs, 1)
+				if err != nil || !d.Allowed {
+					b.Fatal(err, d)
 				}
 			}
 		})
-		b.Run("separate-calls/limits="+string(rune('0'+m)), func(b *testing.B) {
+		b.Run(name+"/separate-calls", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, c := range cs {
-					if _, err := tb.AllowN(b.Context(), c.Key, c.Limit, 1); err != nil {
+					algorithm := c.Algorithm
+					if algorithm == "" {
+						algorithm = multilimit.TokenBucket
+					}
+					if _, err := own[algorithm].AllowN(b.Context(), c.Key, c.Limit, 1); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -9,4 +9,10 @@
 // they skip with a clear message, unless the environment sets
 // SLUICE_REQUIRE_REDIS=1 (CI does), in which case they fail: with that
 // variable set, no test of the suite can skip.
+//
+// Multi-process tests start the test binary again as workers ([Main]
+// turns such a copy into a worker instead of running tests): [RunLoad]
+// for one algorithm on one key, [RunJob] for any work a package
+// registers with [RegisterJob]; [OpenStore] connects a worker to real
+// Redis.
 package sluicetest

@@ -16,13 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/rueidis"
-
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/lease"
-	"github.com/sluicehq/sluice/store/goredisstore"
-	"github.com/sluicehq/sluice/store/rueidisstore"
 )
 
 // workerEnv carries a Load to a worker process: the test binary started
@@ -105,24 +100,12 @@ func runWorker(spec string) int {
 		fmt.Fprintln(os.Stderr, "worker spec:", err)
 		return 2
 	}
-	var store sluice.Store
-	switch load.Backend {
-	case "go-redis":
-		c := redis.NewClient(&redis.Options{Addr: load.Addr, MaxRetries: -1, PoolSize: load.Goroutines})
-		defer c.Close()
-		store = goredisstore.New(c)
-	case "rueidis":
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{load.Addr}, DisableCache: true})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "rueidis:", err)
-			return 1
-		}
-		defer c.Close()
-		store = rueidisstore.New(c)
-	default:
-		fmt.Fprintln(os.Stderr, "unknown backend", load.Backend)
+	store, closeStore, err := OpenStore(load.Backend, []string{load.Addr}, load.Goroutines)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	defer closeStore()
 	alg, err := algorithm(load.Algorithm).New(store, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

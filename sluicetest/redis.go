@@ -371,6 +371,9 @@ func Main(m *testing.M) {
 	if spec := os.Getenv(workerEnv); spec != "" {
 		os.Exit(runWorker(spec)) // a load process started by RunLoad
 	}
+	if name := os.Getenv(jobEnv); name != "" {
+		os.Exit(runJob(name)) // a job process started by RunJob
+	}
 	shared.mainRunning = true
 	code := m.Run()
 	if shared.server != nil {

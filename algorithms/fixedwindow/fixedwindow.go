@@ -14,15 +14,16 @@ var body string
 // KeySuffix is appended to the caller's key to name the state's Redis key.
 const KeySuffix = ":fw"
 
-var spec = &scriptlimit.Spec{
+var spec = scriptlimit.Register(&scriptlimit.Spec{
 	Name:        "fixedwindow",
-	Script:      scriptlimit.NewScript(body, runLocal),
+	Body:        body,
+	Decide:      decide,
 	ResetScript: scriptlimit.DeleteScript,
 	KeySuffix:   KeySuffix,
 	Capacity:    func(l sluice.Limit) int64 { return l.Rate },
 	// A window's end seen from a clock gone back from 2100 to 1970.
 	MaxReplyMicros: scriptlimit.MaxNowMicros + 31622400000000,
-}
+})
 
 // Script returns the fixed window decision script paired with its Go
 // model, for stores that preload scripts and for tests.

@@ -57,7 +57,7 @@ if cost < 0 then
 elseif count + math.max(cost, 1) > rate then
   allowed = 0
   retry_after = window_end - now
-elseif cost > 0 then
+elseif cost > 0 and not dry then
   count = count + cost
   write = true
 end

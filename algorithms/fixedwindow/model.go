@@ -22,11 +22,7 @@ var (
 // microsecond at which the count's window began.
 type state struct{ window, count int64 }
 
-func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
-	a, err := scriptlimit.ParseArgs(tx, keys, args)
-	if err != nil {
-		return nil, err
-	}
+func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
 	switch {
 	case a.Cost > a.Rate:
 		return nil, errModelCostAboveRate
@@ -58,7 +54,7 @@ func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 	case count+max(a.Cost, 1) > a.Rate:
 		r.Allowed = false
 		r.RetryAfterUs = windowEnd - a.Now
-	case a.Cost > 0:
+	case a.Cost > 0 && !dry:
 		count += a.Cost
 		write = true
 	}

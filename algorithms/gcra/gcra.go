@@ -15,15 +15,16 @@ var body string
 // KeySuffix is appended to the caller's key to name the state's Redis key.
 const KeySuffix = ":gcra"
 
-var spec = &scriptlimit.Spec{
+var spec = scriptlimit.Register(&scriptlimit.Spec{
 	Name:           "gcra",
-	Script:         scriptlimit.NewScript(body, runLocal),
+	Body:           body,
+	Decide:         decide,
 	ResetScript:    scriptlimit.DeleteScript,
 	KeySuffix:      KeySuffix,
 	ValidateLimit:  scriptlimit.CheckInterval,
 	Capacity:       func(l sluice.Limit) int64 { return l.Burst },
 	MaxReplyMicros: scriptlimit.MaxNowMicros + 2*scriptlimit.MaxFillMicros,
-}
+})
 
 // Script returns the GCRA decision script paired with its Go model, for
 // stores that preload scripts and for tests.

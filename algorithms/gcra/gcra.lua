@@ -59,7 +59,7 @@ else
   if new_tat - now > tolerance then
     allowed = 0
     retry_after = new_tat - now - tolerance
-  elseif cost > 0 then
+  elseif cost > 0 and not dry then
     tat = new_tat
     redis.call('SET', key, string.format('%d', tat),
       'PX', string.format('%d', math.ceil((tat - now) / 1000) + TTL_MARGIN_MS))

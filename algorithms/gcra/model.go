@@ -40,11 +40,7 @@ func emission(a scriptlimit.Args) (interval, tolerance int64, err error) {
 	return interval, a.Burst * interval, nil
 }
 
-func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
-	a, err := scriptlimit.ParseArgs(tx, keys, args)
-	if err != nil {
-		return nil, err
-	}
+func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
 	interval, tolerance, err := emission(a)
 	if err != nil {
 		return nil, err
@@ -74,7 +70,7 @@ func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		case newTat-a.Now > tolerance:
 			r.Allowed = false
 			r.RetryAfterUs = newTat - a.Now - tolerance
-		case a.Cost > 0:
+		case a.Cost > 0 && !dry:
 			tat = newTat
 			store()
 		}

@@ -35,11 +35,7 @@ func (m estimator) fits(p, c, e, n int64) bool {
 	return weighted+float64(c)+float64(n) <= float64(m.rate)
 }
 
-func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
-	a, err := scriptlimit.ParseArgs(tx, keys, args)
-	if err != nil {
-		return nil, err
-	}
+func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
 	switch {
 	case a.Cost > a.Rate:
 		return nil, errModelCostAboveRate
@@ -100,7 +96,7 @@ func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 			}
 			r.RetryAfterUs = at - a.Now + period - elapsed + e
 		}
-	case a.Cost > 0:
+	case a.Cost > 0 && !dry:
 		cur += a.Cost
 		write = true
 	}

@@ -14,15 +14,16 @@ var body string
 // KeySuffix is appended to the caller's key to name the state's Redis key.
 const KeySuffix = ":sc"
 
-var spec = &scriptlimit.Spec{
+var spec = scriptlimit.Register(&scriptlimit.Spec{
 	Name:        "slidingcounter",
-	Script:      scriptlimit.NewScript(body, runLocal),
+	Body:        body,
+	Decide:      decide,
 	ResetScript: scriptlimit.DeleteScript,
 	KeySuffix:   KeySuffix,
 	Capacity:    func(l sluice.Limit) int64 { return l.Rate },
 	// Three periods, seen from a clock gone back from 2100 to 1970.
 	MaxReplyMicros: scriptlimit.MaxNowMicros + 3*31622400000000,
-}
+})
 
 // Script returns the sliding window counter decision script paired with its Go
 // model, for stores that preload scripts and for tests.

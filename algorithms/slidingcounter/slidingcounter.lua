@@ -100,7 +100,7 @@ elseif not fits(prev, cur, elapsed, need) then
     end
     retry_after = at - now + period_us - elapsed + e
   end
-elseif cost > 0 then
+elseif cost > 0 and not dry then
   cur = cur + cost
   write = true
 end

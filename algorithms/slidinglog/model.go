@@ -30,11 +30,7 @@ var (
 // log is what the key holds: admitted times, ascending.
 type log []int64
 
-func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
-	a, err := scriptlimit.ParseArgs(tx, keys, args)
-	if err != nil {
-		return nil, err
-	}
+func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
 	switch {
 	case a.Rate > MaxRate:
 		return nil, errModelRateTooHigh
@@ -66,7 +62,7 @@ func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		r.Allowed = false
 		leaving := count + need - a.Rate
 		r.RetryAfterUs = entries[first+int(leaving)-1] + a.PeriodUs - a.Now
-	case a.Cost > 0:
+	case a.Cost > 0 && !dry:
 		kept := make(log, 0, int(count+a.Cost))
 		kept = append(kept, entries[first:]...)
 		at, _ := slices.BinarySearch(kept, a.Now+1)

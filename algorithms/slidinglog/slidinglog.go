@@ -15,15 +15,16 @@ var body string
 // KeySuffix is appended to the caller's key to name the state's Redis key.
 const KeySuffix = ":sl"
 
-var spec = &scriptlimit.Spec{
+var spec = scriptlimit.Register(&scriptlimit.Spec{
 	Name:           "slidinglog",
-	Script:         scriptlimit.NewScript(body, runLocal),
+	Body:           body,
+	Decide:         decide,
 	ResetScript:    scriptlimit.DeleteScript,
 	KeySuffix:      KeySuffix,
 	ValidateLimit:  validateRate,
 	Capacity:       func(l sluice.Limit) int64 { return l.Rate },
 	MaxReplyMicros: 31622400000000, // one period at most
-}
+})
 
 // Script returns the sliding log decision script paired with its Go
 // model, for stores that preload scripts and for tests.

@@ -52,7 +52,7 @@ elseif count + math.max(cost, 1) > rate then
   local leaving = count + math.max(cost, 1) - rate
   local m = redis.call('ZRANGEBYSCORE', key, in_window, '+inf', 'WITHSCORES', 'LIMIT', leaving - 1, 1)
   retry_after = tonumber(m[2]) + period_us - now
-elseif cost > 0 then
+elseif cost > 0 and not dry then
   redis.call('ZREMRANGEBYSCORE', key, '-inf', oldest_out)
   local at = string.format('%d', now)
   local seq = redis.call('ZCOUNT', key, at, at)

@@ -54,9 +54,9 @@ type result struct {
 	write   bool
 }
 
-// decide is the script's decision for a request of cost on a bucket whose
-// deficit (tat - now, at least 0) is deficit.
-func (b bucket) decide(deficit, cost int64) result {
+// take is the script's decision for a request of cost on a bucket whose
+// deficit (tat - now, at least 0) is deficit; dry decides without taking.
+func (b bucket) take(deficit, cost int64, dry bool) result {
 	r := result{reply: scriptlimit.Reply{Allowed: true}}
 	if cost < 0 {
 		deficit = max(deficit+cost*b.interval, 0)
@@ -67,7 +67,7 @@ func (b bucket) decide(deficit, cost int64) result {
 		case after > b.tolerance:
 			r.reply.Allowed = false
 			r.reply.RetryAfterUs = after - b.tolerance
-		case cost > 0:
+		case cost > 0 && !dry:
 			deficit = after
 			r.write = true
 		}
@@ -80,13 +80,9 @@ func (b bucket) decide(deficit, cost int64) result {
 	return r
 }
 
-// runLocal is the script's LocalFunc: the same validation, decision and
+// decide is the script body's Go twin: the same validation, decision and
 // write, on an in-process store.
-func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
-	a, err := scriptlimit.ParseArgs(tx, keys, args)
-	if err != nil {
-		return nil, err
-	}
+func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
 	b, err := newBucket(a)
 	if err != nil {
 		return nil, err
@@ -98,7 +94,7 @@ func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		}
 		deficit = max(tat-a.Now, 0)
 	}
-	r := b.decide(deficit, a.Cost)
+	r := b.take(deficit, a.Cost, dry)
 	if r.write {
 		if r.deficit > 0 {
 			tx.Set(a.Key, a.Now+r.deficit, time.Duration((r.deficit+999)/1000+ttlMarginMs)*time.Millisecond)

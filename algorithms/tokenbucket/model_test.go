@@ -34,8 +34,8 @@ func FuzzModelProperties(f *testing.F) {
 		if deficit < 0 || deficit > 2*b.tolerance {
 			return
 		}
-		before := b.decide(deficit, 0)
-		r := b.decide(deficit, cost)
+		before := b.take(deficit, 0, false)
+		r := b.take(deficit, cost, false)
 
 		require.LessOrEqual(t, r.reply.Remaining, burst)
 		require.GreaterOrEqual(t, r.reply.Remaining, int64(0))
@@ -60,9 +60,9 @@ func FuzzModelProperties(f *testing.F) {
 			require.False(t, r.write, "a denial writes nothing")
 			require.Greater(t, max(cost, 1), before.reply.Remaining, "denied only when the cost does not fit")
 			require.Positive(t, r.reply.RetryAfterUs)
-			later := b.decide(max(deficit-r.reply.RetryAfterUs, 0), cost)
+			later := b.take(max(deficit-r.reply.RetryAfterUs, 0), cost, false)
 			require.True(t, later.reply.Allowed, "retry at RetryAfter is allowed")
-			earlier := b.decide(deficit-r.reply.RetryAfterUs+1, cost)
+			earlier := b.take(deficit-r.reply.RetryAfterUs+1, cost, false)
 			require.False(t, earlier.reply.Allowed, "retry before RetryAfter is denied")
 		}
 	})
@@ -86,7 +86,7 @@ func TestModelNeverAdmitsMoreThanTheLimit(t *testing.T) {
 		for i := range int64(20_000) {
 			now := start + i*b.interval/7
 			cost := 1 + i%a.Burst
-			r := b.decide(max(tat-now, 0), cost)
+			r := b.take(max(tat-now, 0), cost, false)
 			if r.reply.Allowed {
 				admitted += cost
 				tat = now + r.deficit

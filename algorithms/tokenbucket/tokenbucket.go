@@ -17,9 +17,10 @@ var body string
 // It keeps the key's hash tag, and so its Redis Cluster slot.
 const KeySuffix = ":tb"
 
-var spec = &scriptlimit.Spec{
+var spec = scriptlimit.Register(&scriptlimit.Spec{
 	Name:          "tokenbucket",
-	Script:        scriptlimit.NewScript(body, runLocal),
+	Body:          body,
+	Decide:        decide,
 	ResetScript:   scriptlimit.DeleteScript,
 	KeySuffix:     KeySuffix,
 	ValidateLimit: scriptlimit.CheckInterval,
@@ -27,7 +28,7 @@ var spec = &scriptlimit.Spec{
 	// A deficit after the clock went back from 2100 to 1970, plus a
 	// full bucket: anything larger is not a reply of this script.
 	MaxReplyMicros: scriptlimit.MaxNowMicros + 2*scriptlimit.MaxFillMicros,
-}
+})
 
 // Script returns the token bucket's Lua script paired with its Go model,
 // for stores that preload scripts (goredisstore.Store.Load) and for tests

@@ -57,7 +57,7 @@ else
   if after > tolerance then
     allowed = 0
     retry_after = after - tolerance
-  elseif cost > 0 then
+  elseif cost > 0 and not dry then
     deficit = after
     write = true
   end

@@ -55,4 +55,10 @@ else
   end
 end
 
+-- dry: when true, the body decides a cost > 0 without consuming (no write,
+-- state reported as it is). A decision script always runs with false;
+-- the multi-limit script (multilimit.lua) wraps each body in a function
+-- and runs it dry first, so that it consumes only when every limit allows.
+local dry = false
+
 -- End of prelude.

@@ -23,10 +23,22 @@ import (
 //go:embed prelude.lua
 var prelude string
 
+// DecideFunc is the Go twin of an algorithm's script body: given the
+// prelude's parsed arguments it validates what the body validates,
+// decides, and writes unless dry (see the prelude's dry), returning the
+// body's reply.
+type DecideFunc func(tx sluice.LocalTx, a Args, dry bool) ([]int64, error)
+
 // NewScript returns the decision script made of the shared prelude and
-// body, paired with its Go twin.
-func NewScript(body string, local sluice.LocalFunc) *sluice.Script {
-	return sluice.NewScript(prelude+body, local)
+// body, paired with its Go twin: ParseArgs, then decide (never dry).
+func NewScript(body string, decide DecideFunc) *sluice.Script {
+	return sluice.NewScript(prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+		a, err := ParseArgs(tx, keys, args)
+		if err != nil {
+			return nil, err
+		}
+		return decide(tx, a, false)
+	})
 }
 
 // Bounds shared by the prelude and ParseArgs.
@@ -98,9 +110,16 @@ func (r Reply) Ints() []int64 {
 
 // Spec describes an algorithm to [New].
 type Spec struct {
-	// Name prefixes errors ("tokenbucket: ...").
+	// Name prefixes errors ("tokenbucket: ...") and names the algorithm
+	// in the registry (see Register).
 	Name string
-	// Script decides; it starts with the prelude (see NewScript).
+	// Body is the decision script's body, run after the prelude; it
+	// reads the prelude's locals, honours dry, and ends with a return.
+	Body string
+	// Decide is Body's Go twin.
+	Decide DecideFunc
+	// Script decides: the prelude and Body, paired with Decide. Register
+	// sets it.
 	Script *sluice.Script
 	// ResetScript deletes the state of KEYS[1]; it takes the same
 	// arguments as Script with a cost of 0.
@@ -116,6 +135,29 @@ type Spec struct {
 	// MaxReplyMicros bounds the durations a reply may carry.
 	MaxReplyMicros int64
 }
+
+var registry = map[string]*Spec{}
+
+// Register completes spec (its Script, from Body and Decide) and records
+// it under spec.Name, for scripts that combine algorithms (multilimit).
+// Algorithm packages call it once, when they initialise; a second spec of
+// the same name panics, as that is a programming error.
+func Register(spec *Spec) *Spec {
+	if _, dup := registry[spec.Name]; dup {
+		panic("scriptlimit: algorithm " + spec.Name + " registered twice")
+	}
+	spec.Script = NewScript(spec.Body, spec.Decide)
+	registry[spec.Name] = spec
+	return spec
+}
+
+// Registered returns the spec registered under name, or nil. Specs are
+// registered while their packages initialise, so a package that imports
+// them may look them up from its own initialisation on.
+func Registered(name string) *Spec { return registry[name] }
+
+// Prelude returns the shared prelude, for scripts that combine bodies.
+func Prelude() string { return prelude }
 
 // Option configures a [Limiter]. Algorithm packages re-export it.
 type Option interface{ apply(*Limiter) error }
