@@ -104,3 +104,27 @@ type SystemClock struct{}
 
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
+
+// Request is one decision of a batch: AllowN(Key, Limit, N).
+type Request struct {
+	Key   string
+	Limit Limit
+	N     int64
+}
+
+// Result is a batch's answer to one [Request]: its Decision, or Err when
+// that request could not be decided (nothing was consumed for it).
+type Result struct {
+	Decision Decision
+	Err      error
+}
+
+// BatchLimiter decides many independent requests in one round trip: each
+// exactly as AllowN would, in order, at one instant of the store's clock.
+// A batch is not all or nothing (see multilimit for that). AllowBatch
+// validates every request before sending any; an error means no result
+// is known (a request may nevertheless have been decided, as when any
+// call's reply is lost). Every Sluice algorithm's concrete type is one.
+type BatchLimiter interface {
+	AllowBatch(ctx context.Context, reqs []Request) ([]Result, error)
+}

@@ -15,6 +15,7 @@ import (
 // Limiter is what every Sluice algorithm offers on its concrete type.
 type Limiter interface {
 	sluice.Limiter
+	sluice.BatchLimiter
 	Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error)
 	Reset(ctx context.Context, key string) error
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +46,7 @@ var Epoch = time.UnixMicro(1_767_225_600_123_457) // 2026-01-01T00:00:00.123457Z
 func RunConformance(t *testing.T, newTier func(t *testing.T) Tier) {
 	for _, alg := range Algorithms {
 		t.Run(alg.Name, func(t *testing.T) { runAlgorithm(t, alg, newTier) })
+		t.Run(alg.Name+"/batch decides as one by one", func(t *testing.T) { runBatch(t, alg, newTier) })
 	}
 	t.Run("gcra and tokenbucket decide alike", func(t *testing.T) {
 		t.Parallel()
@@ -67,6 +69,51 @@ func RunConformance(t *testing.T, newTier func(t *testing.T) Tier) {
 			require.Equal(t, da, db, "step %d", i)
 		}
 	})
+}
+
+// runBatch: random batches (1 to 8 requests over 3 keys, repeats
+// included, random limits and costs) decide as the same requests made one
+// by one at the same instant on twin keys; invalid batches are refused
+// before anything is sent.
+func runBatch(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) {
+	t.Parallel()
+	tier := newTier(t)
+	clock := NewFakeClock(Epoch)
+	l, err := alg.New(tier.Store, clock)
+	require.NoError(t, err)
+	tag := UniqueKey(t)
+	rng := newRand(t)
+	for step := range 150 {
+		clock.Advance(time.Duration(rng.Int64N(int64(300*time.Millisecond))) - 10*time.Millisecond)
+		limit := alg.Limits[rng.IntN(len(alg.Limits))]
+		reqs := make([]sluice.Request, 1+rng.IntN(8))
+		for i := range reqs {
+			reqs[i] = sluice.Request{Key: sluice.Key(tag, "batch", strconv.Itoa(rng.IntN(3))), Limit: limit, N: rng.Int64N(alg.Capacity(limit) + 1)}
+		}
+		got, err := l.AllowBatch(t.Context(), reqs)
+		require.NoError(t, err)
+		require.Len(t, got, len(reqs))
+		for i, r := range reqs {
+			want, err := l.AllowN(t.Context(), strings.Replace(r.Key, ":batch:", ":single:", 1), r.Limit, r.N)
+			require.NoError(t, err)
+			require.NoError(t, got[i].Err, "step %d request %d", step, i)
+			require.Equal(t, want, got[i].Decision, "step %d request %d", step, i)
+		}
+	}
+	limit := alg.Limits[0]
+	for _, bad := range [][]sluice.Request{
+		nil,
+		make([]sluice.Request, 257),
+		{{Key: sluice.Key(tag, "ok"), Limit: limit, N: 1}, {Key: "", Limit: limit, N: 1}},
+		{{Key: sluice.Key(tag, "ok"), Limit: limit, N: 1}, {Key: sluice.Key(tag, "ok"), Limit: limit, N: -1}},
+		{{Key: sluice.Key(tag, "ok"), Limit: limit, N: alg.Capacity(limit) + 1}},
+	} {
+		_, err := l.AllowBatch(t.Context(), bad)
+		require.Error(t, err)
+	}
+	_, found, err := tier.Get(t.Context(), sluice.Key(tag, "ok")+alg.KeySuffix)
+	require.NoError(t, err)
+	require.False(t, found, "an invalid batch consumed nothing")
 }
 
 func algorithm(name string) Algorithm {

@@ -84,3 +84,12 @@ func ValidateLimit(limit sluice.Limit) error {
 	}
 	return nil
 }
+
+var _ sluice.BatchLimiter = (*Limiter)(nil)
+
+// AllowBatch decides reqs in one round trip, each as AllowN would, in
+// order, at one instant (see [sluice.BatchLimiter]). On Redis Cluster all
+// the keys must share a slot.
+func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	return l.core.AllowBatch(ctx, reqs)
+}

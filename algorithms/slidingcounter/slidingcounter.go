@@ -69,3 +69,12 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n 
 
 // Reset deletes key's counts: the next request sees a fresh limit.
 func (l *Limiter) Reset(ctx context.Context, key string) error { return l.core.Reset(ctx, key) }
+
+var _ sluice.BatchLimiter = (*Limiter)(nil)
+
+// AllowBatch decides reqs in one round trip, each as AllowN would, in
+// order, at one instant (see [sluice.BatchLimiter]). On Redis Cluster all
+// the keys must share a slot.
+func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	return l.core.AllowBatch(ctx, reqs)
+}

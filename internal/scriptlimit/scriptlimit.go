@@ -121,6 +121,9 @@ type Spec struct {
 	// Script decides: the prelude and Body, paired with Decide. Register
 	// sets it.
 	Script *sluice.Script
+	// BatchScript decides many requests in one call (batch.lua around
+	// Body). Register sets it.
+	BatchScript *sluice.Script
 	// ResetScript deletes the state of KEYS[1]; it takes the same
 	// arguments as Script with a cost of 0.
 	ResetScript *sluice.Script
@@ -147,6 +150,7 @@ func Register(spec *Spec) *Spec {
 		panic("scriptlimit: algorithm " + spec.Name + " registered twice")
 	}
 	spec.Script = NewScript(spec.Body, spec.Decide)
+	spec.BatchScript = newBatchScript(spec)
 	registry[spec.Name] = spec
 	return spec
 }

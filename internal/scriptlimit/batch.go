@@ -1,0 +1,176 @@
+package scriptlimit
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sluicehq/sluice"
+)
+
+//go:embed batch.lua
+var batchSource string
+
+// MaxBatch is the most requests one batch script call decides.
+const MaxBatch = 256
+
+// newBatchScript returns spec's batch script (batch.lua with spec.Body in
+// place of its BODY line) paired with its Go twin.
+func newBatchScript(spec *Spec) *sluice.Script {
+	const marker = "-- BODY:"
+	at := strings.Index(batchSource, marker)
+	if at < 0 {
+		panic("scriptlimit: batch.lua has no BODY line")
+	}
+	end := at + strings.Index(batchSource[at:], "\n\n")
+	if end < at {
+		panic("scriptlimit: batch.lua's BODY comment has no end")
+	}
+	body := "local function body(key, rate, period_us, burst, cost, now, dry)\n" + spec.Body + "\nend\n"
+	source := batchSource[:at] + body + batchSource[end+1:]
+	return sluice.NewScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+		return runBatch(tx, keys, args, spec.Decide)
+	})
+}
+
+// Batch reply error codes (batch.lua).
+const (
+	batchInvalidLimit = iota + 1
+	batchInvalidCost
+	batchCostExceedsBurst
+	batchInvalidKey
+	batchInvalidState
+	batchOther
+)
+
+var (
+	errModelBatchKeys = errors.New("SLUICE_INVALID_KEY one key per request expected (1 to 256)")
+	errModelBatchArgs = errors.New("SLUICE_INVALID_LIMIT 4 arguments per request expected")
+)
+
+// runBatch is batch.lua's Go twin.
+func runBatch(tx sluice.LocalTx, keys []string, args []int64, decide DecideFunc) ([]int64, error) {
+	if len(args) < 1 || args[0] < 1 || args[0] > MaxBatch || int64(len(keys)) != args[0] {
+		return nil, errModelBatchKeys
+	}
+	m := int(args[0])
+	if len(args) != 1+4*m && len(args) != 2+4*m {
+		return nil, errModelBatchArgs
+	}
+	now := tx.NowMicros()
+	if len(args) == 2+4*m {
+		now = args[1+4*m]
+		if now < 0 || now > MaxNowMicros {
+			return nil, ErrModelInvalidNow
+		}
+	}
+	reply := make([]int64, 0, 4*m)
+	for i, key := range keys {
+		a := Args{Key: key, Rate: args[1+4*i], PeriodUs: args[2+4*i], Burst: args[3+4*i], Cost: args[4+4*i], Now: now}
+		var r []int64
+		var err error
+		switch {
+		case key == "":
+			err = ErrModelInvalidKey
+		case a.PeriodUs < 1000 || a.PeriodUs > maxPeriodUs || a.Rate < 1 || a.Rate > min(a.PeriodUs, maxRateBurst) ||
+			a.Burst < 1 || a.Burst > maxRateBurst:
+			err = ErrModelInvalidLimit
+		case a.Cost < -maxRateBurst || a.Cost > maxRateBurst:
+			err = ErrModelInvalidCost
+		default:
+			r, err = decide(tx, a, false)
+		}
+		if err != nil {
+			reply = append(reply, -1, batchErrorCode(err.Error()), 0, 0)
+			continue
+		}
+		reply = append(reply, r...)
+	}
+	return reply, nil
+}
+
+func batchErrorCode(msg string) int64 {
+	for _, c := range []struct {
+		prefix string
+		code   int64
+	}{
+		{"SLUICE_INVALID_LIMIT", batchInvalidLimit}, {"SLUICE_INVALID_COST", batchInvalidCost},
+		{"SLUICE_COST_EXCEEDS_BURST", batchCostExceedsBurst}, {"SLUICE_INVALID_KEY", batchInvalidKey},
+		{"SLUICE_INVALID_STATE", batchInvalidState}, {"WRONGTYPE", batchInvalidState},
+	} {
+		if strings.Contains(msg, c.prefix) {
+			return c.code
+		}
+	}
+	return batchOther
+}
+
+// batchError turns a batch reply's error code into the error AllowN would
+// have returned for the request.
+func (l *Limiter) batchError(code int64) error {
+	var err error
+	switch code {
+	case batchInvalidLimit:
+		err = sluice.ErrInvalidLimit
+	case batchInvalidCost:
+		err = sluice.ErrInvalidCost
+	case batchCostExceedsBurst:
+		err = sluice.ErrCostExceedsBurst
+	case batchInvalidKey:
+		err = sluice.ErrInvalidKey
+	case batchInvalidState:
+		err = sluice.ErrKeyConflict
+	default:
+		return fmt.Errorf("%s: %w: batch error code %d", l.spec.Name, sluice.ErrUnexpectedReply, code)
+	}
+	return fmt.Errorf("%s: the script rejected the request: %w", l.spec.Name, err)
+}
+
+// AllowBatch decides reqs in one script call: each as AllowN would, in
+// order, at one instant. Every request is validated first; an invalid one
+// fails the whole call before anything is sent. On Redis Cluster all the
+// keys must share a slot (sluice.Key with one tag); the caller groups them.
+func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	if len(reqs) == 0 || len(reqs) > MaxBatch {
+		return nil, fmt.Errorf("%s: %w: a batch holds 1 to %d requests, got %d", l.spec.Name, sluice.ErrInvalidCost, MaxBatch, len(reqs))
+	}
+	keys := make([]string, len(reqs))
+	args := make([]int64, 1, 2+4*len(reqs))
+	args[0] = int64(len(reqs))
+	for i, r := range reqs {
+		if err := l.check(r.Key, r.Limit); err != nil {
+			return nil, fmt.Errorf("request %d: %w", i, err)
+		}
+		if err := l.validateCost(r.Limit, r.N); err != nil {
+			return nil, fmt.Errorf("request %d: %w", i, err)
+		}
+		keys[i] = r.Key + l.spec.KeySuffix
+		args = append(args, r.Limit.Rate, r.Limit.PeriodMicros(), r.Limit.Burst, r.N)
+	}
+	if l.clock != nil {
+		now, err := l.args(0, 0, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, now[4])
+	}
+	reply, err := l.store.Run(ctx, l.spec.BatchScript, keys, args)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", l.spec.Name, sluice.ScriptError(err))
+	}
+	if len(reply) != 4*len(reqs) {
+		return nil, fmt.Errorf("%s: %w: %d values for %d requests", l.spec.Name, sluice.ErrUnexpectedReply, len(reply), len(reqs))
+	}
+	results := make([]sluice.Result, len(reqs))
+	for i, r := range reqs {
+		one := reply[4*i : 4*i+4]
+		if one[0] == -1 {
+			results[i].Err = fmt.Errorf("request %d: %w", i, l.batchError(one[1]))
+			continue
+		}
+		results[i].Decision, results[i].Err = l.parseReply(one, r.Limit)
+	}
+	return results, nil
+}

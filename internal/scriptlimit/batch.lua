@@ -1,0 +1,93 @@
+-- Sluice batch: many independent decisions of one algorithm in one script,
+-- each as the algorithm's own script would decide it, at one instant.
+--
+-- KEYS[1..m]  the state keys (on Redis Cluster, all in one slot)
+-- ARGV[1]     m, integer in [1, 256]
+-- ARGV[2..]   per request: rate, period_us, burst, cost (as prelude.lua)
+-- ARGV[2+4m]  optional now_us; absent or "" reads the server clock (TIME)
+--
+-- Reply: per request, the body's {allowed, remaining, retry_after_us,
+-- reset_after_us}, or {-1, code, 0, 0} if that request was rejected
+-- before anything was written for it (its arguments, or its key holding
+-- data of another kind); code: 1 SLUICE_INVALID_LIMIT, 2
+-- SLUICE_INVALID_COST, 3 SLUICE_COST_EXCEEDS_BURST, 4 SLUICE_INVALID_KEY,
+-- 5 SLUICE_INVALID_STATE or WRONGTYPE, 6 anything else. Keep in step
+-- with batch.go.
+
+local MAX_NOW_US = 4102444800000000
+local MAX_FILL_US = 316224000000000
+
+local function int_arg(i, lo, hi)
+  local v = tonumber(ARGV[i])
+  if v == nil or v ~= v or v < lo or v > hi or v ~= math.floor(v) then
+    return nil
+  end
+  return v
+end
+
+-- BODY: local function body(key, rate, period_us, burst, cost, now, dry) ... end
+
+local ERROR_CODES = {
+  {'SLUICE_INVALID_LIMIT', 1}, {'SLUICE_INVALID_COST', 2}, {'SLUICE_COST_EXCEEDS_BURST', 3},
+  {'SLUICE_INVALID_KEY', 4}, {'SLUICE_INVALID_STATE', 5}, {'WRONGTYPE', 5},
+}
+local function error_code(e)
+  local msg = type(e) == 'table' and e.err or tostring(e)
+  for _, c in ipairs(ERROR_CODES) do
+    if string.find(msg, c[1], 1, true) then
+      return c[2]
+    end
+  end
+  return 6
+end
+
+local m = int_arg(1, 1, 256)
+if m == nil or #KEYS ~= m then
+  return redis.error_reply('SLUICE_INVALID_KEY one key per request expected (1 to 256)')
+end
+if #ARGV ~= 1 + 4 * m and #ARGV ~= 2 + 4 * m then
+  return redis.error_reply('SLUICE_INVALID_LIMIT 4 arguments per request expected')
+end
+local now
+local now_arg = 2 + 4 * m
+if ARGV[now_arg] == nil or ARGV[now_arg] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = int_arg(now_arg, 0, MAX_NOW_US)
+  if now == nil then
+    return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
+  end
+end
+
+local reply = {}
+for i = 1, m do
+  local base = 1 + 4 * (i - 1)
+  local period_us = int_arg(base + 2, 1000, 31622400000000)
+  local rate = int_arg(base + 1, 1, math.min(period_us or 0, 1e12))
+  local burst = int_arg(base + 3, 1, 1e12)
+  local cost = int_arg(base + 4, -1e12, 1e12)
+  local ok, r
+  if KEYS[i] == '' then
+    ok, r = true, {err = 'SLUICE_INVALID_KEY'}
+  elseif rate == nil or period_us == nil or burst == nil then
+    ok, r = true, {err = 'SLUICE_INVALID_LIMIT'}
+  elseif cost == nil then
+    ok, r = true, {err = 'SLUICE_INVALID_COST'}
+  else
+    -- pcall: a key holding another type (WRONGTYPE) fails its request
+    -- only; bodies read before they write, so nothing was written for it.
+    ok, r = pcall(body, KEYS[i], rate, period_us, burst, cost, now, false)
+  end
+  if not ok or r.err then
+    reply[#reply + 1] = -1
+    reply[#reply + 1] = error_code(r)
+    reply[#reply + 1] = 0
+    reply[#reply + 1] = 0
+  else
+    for j = 1, 4 do
+      reply[#reply + 1] = r[j]
+    end
+  end
+end
+return reply
