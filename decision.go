@@ -105,6 +105,9 @@ type SystemClock struct{}
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
 
+// MaxBatch is the most requests one AllowBatch call takes.
+const MaxBatch = 256
+
 // Request is one decision of a batch: AllowN(Key, Limit, N).
 type Request struct {
 	Key   string
@@ -125,6 +128,8 @@ type Result struct {
 // validates every request before sending any; an error means no result
 // is known (a request may nevertheless have been decided, as when any
 // call's reply is lost). Every Sluice algorithm's concrete type is one.
+//
+// A batch holds 1 to [MaxBatch] requests.
 type BatchLimiter interface {
 	AllowBatch(ctx context.Context, reqs []Request) ([]Result, error)
 }

@@ -14,7 +14,7 @@ import (
 var batchSource string
 
 // MaxBatch is the most requests one batch script call decides.
-const MaxBatch = 256
+const MaxBatch = sluice.MaxBatch
 
 // newBatchScript returns spec's batch script (batch.lua with spec.Body in
 // place of its BODY line) paired with its Go twin.
