@@ -149,12 +149,9 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 		keys[i] = r.Key + l.spec.KeySuffix
 		args = append(args, r.Limit.Rate, r.Limit.PeriodMicros(), r.Limit.Burst, r.N)
 	}
-	if l.clock != nil {
-		now, err := l.args(0, 0, 0, 0)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, now[4])
+	args, err := l.appendNow(args)
+	if err != nil {
+		return nil, err
 	}
 	reply, err := l.store.Run(ctx, l.spec.BatchScript, keys, args)
 	if err != nil {

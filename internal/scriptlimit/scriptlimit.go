@@ -285,15 +285,21 @@ func (l *Limiter) validateCost(limit sluice.Limit, n int64) error {
 func (l *Limiter) args(rate, periodUs, burst, cost int64) ([]int64, error) {
 	args := make([]int64, 4, 5)
 	args[0], args[1], args[2], args[3] = rate, periodUs, burst, cost
-	if l.clock != nil {
-		t := l.clock.Now()
-		now := t.UnixMicro()
-		if now < 0 || now > MaxNowMicros {
-			return nil, fmt.Errorf("%s: the clock reads %s, outside the years 1970 to 2100", l.spec.Name, t)
-		}
-		args = append(args, now)
+	return l.appendNow(args)
+}
+
+// appendNow appends the client clock's time (Unix microseconds) to args
+// in client-clock mode; with the server clock it returns args unchanged.
+func (l *Limiter) appendNow(args []int64) ([]int64, error) {
+	if l.clock == nil {
+		return args, nil
 	}
-	return args, nil
+	t := l.clock.Now()
+	now := t.UnixMicro()
+	if now < 0 || now > MaxNowMicros {
+		return nil, fmt.Errorf("%s: the clock reads %s, outside the years 1970 to 2100", l.spec.Name, t)
+	}
+	return append(args, now), nil
 }
 
 func (l *Limiter) run(ctx context.Context, key string, limit sluice.Limit, cost int64) (sluice.Decision, error) {
