@@ -26,6 +26,12 @@ var (
 	// ErrUnexpectedReply is wrapped when a store's reply does not have the
 	// shape a script promises: a version mismatch or a misconfigured key.
 	ErrUnexpectedReply = errors.New("sluice: unexpected reply")
+	// ErrCrossSlot is wrapped when the keys of one script call hash to
+	// different Redis Cluster slots (the server's CROSSSLOT, or a store
+	// that checks before sending). Nothing was run: the call may be
+	// retried with its keys split by slot. Keys built with [Key] and one
+	// tag share a slot.
+	ErrCrossSlot = errors.New("sluice: keys of one call hash to different cluster slots")
 )
 
 // LimitError describes a Limit that cannot be enforced. It wraps
@@ -93,6 +99,7 @@ const (
 	scriptErrInvalidKey       = "SLUICE_INVALID_KEY "
 	scriptErrInvalidState     = "SLUICE_INVALID_STATE "
 	redisErrWrongType         = "WRONGTYPE "
+	redisErrCrossSlot         = "CROSSSLOT "
 )
 
 // ScriptError maps an error reply of a Sluice script (and Redis's
@@ -114,6 +121,8 @@ func ScriptError(err error) error {
 		return fmt.Errorf("%w: script rejected arguments: %w", ErrInvalidKey, err)
 	case hasCode(msg, scriptErrInvalidState), hasCode(msg, redisErrWrongType):
 		return fmt.Errorf("%w: %w", ErrKeyConflict, err)
+	case hasCode(msg, redisErrCrossSlot):
+		return fmt.Errorf("%w: %w", ErrCrossSlot, err)
 	}
 	return err
 }

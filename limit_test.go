@@ -74,6 +74,7 @@ func TestScriptErrorMapping(t *testing.T) {
 	require.ErrorIs(t, sluice.ScriptError(errors.New("SLUICE_COST_EXCEEDS_BURST x")), sluice.ErrInvalidCost)
 	require.ErrorIs(t, sluice.ScriptError(errors.New("SLUICE_INVALID_STATE x")), sluice.ErrKeyConflict)
 	require.ErrorIs(t, sluice.ScriptError(errors.New("store: WRONGTYPE Operation against a key holding the wrong kind of value")), sluice.ErrKeyConflict)
+	require.ErrorIs(t, sluice.ScriptError(errors.New("CROSSSLOT Keys in request don't hash to the same slot")), sluice.ErrCrossSlot)
 	// A code elsewhere in the text (in a key name, say) is not a code.
 	other := errors.New("ERR unknown command 'x SLUICE_INVALID_LIMIT'")
 	require.Equal(t, other, sluice.ScriptError(other))

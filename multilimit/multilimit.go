@@ -118,8 +118,8 @@ func specOf(a Algorithm) (int, *scriptlimit.Spec) {
 }
 
 // ErrCrossSlot is returned when the keys of one call cannot share a Redis
-// Cluster slot.
-var ErrCrossSlot = errors.New("multilimit: the keys of one call hash to different Redis Cluster slots; give them one hash tag (sluice.Key)")
+// Cluster slot. It wraps [sluice.ErrCrossSlot].
+var ErrCrossSlot = fmt.Errorf("multilimit: give the keys of one call one hash tag (sluice.Key): %w", sluice.ErrCrossSlot)
 
 // Check is one limit of a call: the key it counts under, the limit and
 // the algorithm that enforces it (default TokenBucket).

@@ -55,6 +55,21 @@ func TestLoadPreloadsScripts(t *testing.T) {
 	require.ErrorContains(t, err, "has no field", "no EVAL: the script was cached")
 }
 
+// On a Cluster the server refuses keys of different slots (CROSSSLOT);
+// sluice.ScriptError, which every limiter applies, maps it to
+// sluice.ErrCrossSlot so that callers can split the call.
+func TestClusterCrossSlot(t *testing.T) {
+	cluster := sluicetest.SharedCluster(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	s := goredisstore.New(c)
+	_, err := s.Run(t.Context(), tokenbucket.Script(), []string{sluice.Key("a"), sluice.Key("b")}, []int64{1, 1000000, 1, 1})
+	require.ErrorIs(t, sluice.ScriptError(err), sluice.ErrCrossSlot)
+	got, err := s.Run(t.Context(), sluice.NewScript("return {#KEYS}", nil), []string{sluice.Key("a", "x"), sluice.Key("a", "y")}, nil)
+	require.NoError(t, err, "keys sharing a tag share a slot")
+	require.Equal(t, []int64{2}, got)
+}
+
 func TestErrors(t *testing.T) {
 	server := sluicetest.SharedRedis(t)
 	c := newClient(t, server)

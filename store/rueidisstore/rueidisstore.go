@@ -6,8 +6,9 @@
 // NOSCRIPT the store sends the script once with EVAL, so a lost script cache
 // costs one extra round trip and never an error.
 //
-// Keys of one Run must share a Redis Cluster slot; the store checks this and
-// returns an error instead of letting the command builder panic. The store
+// On a Cluster client the keys of one Run must share a slot; the store
+// checks this and returns [ErrCrossSlot] instead of letting the command
+// builder panic. Single-node and Sentinel clients take any keys. The store
 // never dials, never closes the caller's client and does no I/O in [New].
 package rueidisstore
 
@@ -25,6 +26,9 @@ import (
 // use.
 type Store struct {
 	client rueidis.Client
+	// slotted says the client's command builder refuses keys of different
+	// slots (a Cluster client): Run then checks them first.
+	slotted bool
 }
 
 var _ sluice.Store = (*Store)(nil)
@@ -32,7 +36,8 @@ var _ sluice.Store = (*Store)(nil)
 // ErrCrossSlot is returned when the keys of one Run hash to different Redis
 // Cluster slots; build keys that belong together with [sluice.Key] and one
 // tag.
-var ErrCrossSlot = errors.New("rueidisstore: keys of one script hash to different cluster slots")
+// It wraps [sluice.ErrCrossSlot].
+var ErrCrossSlot = fmt.Errorf("rueidisstore: %w", sluice.ErrCrossSlot)
 
 // Option configures a [Store]. There are none yet; the parameter keeps the
 // constructor stable.
@@ -41,7 +46,7 @@ type Option interface{ apply(*Store) }
 // New returns a Store on client. It does no I/O and never closes client.
 // A nil client makes every Run fail with an error.
 func New(client rueidis.Client, opts ...Option) *Store {
-	s := &Store{client: client}
+	s := &Store{client: client, slotted: client != nil && checksSlots(client)}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(s)
@@ -56,9 +61,11 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 	if s.client == nil {
 		return nil, errors.New("rueidisstore: nil client")
 	}
-	for _, k := range keys[min(1, len(keys)):] {
-		if sluice.HashSlot(k) != sluice.HashSlot(keys[0]) {
-			return nil, ErrCrossSlot
+	if s.slotted {
+		for _, k := range keys[min(1, len(keys)):] {
+			if sluice.HashSlot(k) != sluice.HashSlot(keys[0]) {
+				return nil, ErrCrossSlot
+			}
 		}
 	}
 	argv := make([]string, len(args))
@@ -103,4 +110,17 @@ func (s *Store) Load(ctx context.Context, scripts ...*sluice.Script) error {
 		}
 	}
 	return nil
+}
+
+// checksSlots reports whether c's command builder panics on keys of
+// different slots, as a Cluster client's does. It builds one command and
+// never sends it: no I/O.
+func checksSlots(c rueidis.Client) (checks bool) {
+	defer func() {
+		if recover() != nil {
+			checks = true
+		}
+	}()
+	c.B().Mget().Key("{a}", "{b}").Build()
+	return false
 }

@@ -47,6 +47,20 @@ func TestLoadPreloadsScripts(t *testing.T) {
 	require.ErrorContains(t, err, "has no field", "no EVAL: the script was cached")
 }
 
+func TestClusterCrossSlot(t *testing.T) {
+	cluster := sluicetest.SharedCluster(t)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cluster.Addrs(), DisableCache: true})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	s := rueidisstore.New(c)
+	_, err = s.Run(t.Context(), tokenbucket.Script(), []string{sluice.Key("a"), sluice.Key("b")}, []int64{1, 1000000, 1, 1})
+	require.ErrorIs(t, err, rueidisstore.ErrCrossSlot, "an error, not the command builder's panic")
+	require.ErrorIs(t, err, sluice.ErrCrossSlot)
+	got, err := s.Run(t.Context(), sluice.NewScript("return {#KEYS}", nil), []string{sluice.Key("a", "x"), sluice.Key("a", "y")}, nil)
+	require.NoError(t, err, "keys sharing a tag share a slot")
+	require.Equal(t, []int64{2}, got)
+}
+
 func TestErrors(t *testing.T) {
 	server := sluicetest.SharedRedis(t)
 	c := newClient(t, server)
@@ -78,11 +92,10 @@ func TestErrors(t *testing.T) {
 		_, err = s.Run(t.Context(), sluice.NewScript("return {1, 'x'}", nil), []string{key}, nil)
 		require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
 	})
-	t.Run("keys in different slots are an error, not a panic", func(t *testing.T) {
-		_, err := s.Run(t.Context(), tokenbucket.Script(), []string{sluice.Key("a"), sluice.Key("b")}, []int64{1, 1000000, 1, 1})
-		require.ErrorIs(t, err, rueidisstore.ErrCrossSlot)
-		_, err = s.Run(t.Context(), sluice.NewScript("return {#KEYS}", nil), []string{sluice.Key("a", "x"), sluice.Key("a", "y")}, nil)
-		require.NoError(t, err, "keys sharing a tag share a slot")
+	t.Run("a single node takes keys of different slots", func(t *testing.T) {
+		got, err := s.Run(t.Context(), sluice.NewScript("return {#KEYS}", nil), []string{sluice.Key("a"), sluice.Key("b")}, nil)
+		require.NoError(t, err)
+		require.Equal(t, []int64{2}, got)
 	})
 	t.Run("nil client", func(t *testing.T) {
 		_, err := rueidisstore.New(nil).Run(t.Context(), tokenbucket.Script(), []string{key}, []int64{1, 1000000, 1, 1})
