@@ -2,6 +2,7 @@ package sluice
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -133,3 +134,16 @@ type Result struct {
 type BatchLimiter interface {
 	AllowBatch(ctx context.Context, reqs []Request) ([]Result, error)
 }
+
+// RequestError is AllowBatch's error for a request refused before anything
+// was sent (an invalid key, limit or cost): nothing of the batch was
+// decided, and the batch without request Index may be sent again.
+type RequestError struct {
+	Index int
+	Err   error
+}
+
+func (e *RequestError) Error() string { return fmt.Sprintf("request %d: %v", e.Index, e.Err) }
+
+// Unwrap returns the request's own error.
+func (e *RequestError) Unwrap() error { return e.Err }

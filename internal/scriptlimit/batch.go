@@ -141,10 +141,10 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 	args[0] = int64(len(reqs))
 	for i, r := range reqs {
 		if err := l.check(r.Key, r.Limit); err != nil {
-			return nil, fmt.Errorf("request %d: %w", i, err)
+			return nil, &sluice.RequestError{Index: i, Err: err}
 		}
 		if err := l.validateCost(r.Limit, r.N); err != nil {
-			return nil, fmt.Errorf("request %d: %w", i, err)
+			return nil, &sluice.RequestError{Index: i, Err: err}
 		}
 		keys[i] = r.Key + l.spec.KeySuffix
 		args = append(args, r.Limit.Rate, r.Limit.PeriodMicros(), r.Limit.Burst, r.N)

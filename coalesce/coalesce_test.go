@@ -1,0 +1,376 @@
+package coalesce_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/gcra"
+	"github.com/sluicehq/sluice/algorithms/slidinglog"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/coalesce"
+	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/store/memstore"
+)
+
+func TestMain(m *testing.M) { sluicetest.Main(m) }
+
+// slow delays every call to the wrapped limiter, so that calls pile up
+// behind the ones in flight and batches form on every tier.
+type slow struct {
+	coalesce.Next
+	delay time.Duration
+}
+
+func (s slow) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	time.Sleep(s.delay)
+	return s.Next.AllowN(ctx, key, limit, n)
+}
+
+func (s slow) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	time.Sleep(s.delay)
+	return s.Next.AllowBatch(ctx, reqs)
+}
+
+// tiers are the stores the behaviour is checked on, with whether each is a
+// Redis Cluster.
+func tiers(t *testing.T) []struct {
+	tier    func(t *testing.T) sluicetest.Tier
+	cluster bool
+} {
+	type tier = struct {
+		tier    func(t *testing.T) sluicetest.Tier
+		cluster bool
+	}
+	return []tier{
+		{tier: sluicetest.MemTier},
+		{tier: sluicetest.MiniredisTier},
+		{tier: func(t *testing.T) sluicetest.Tier { return sluicetest.GoRedisTier(t, sluicetest.SharedRedis(t)) }},
+		{tier: func(t *testing.T) sluicetest.Tier { return sluicetest.RueidisTier(t, sluicetest.SharedRedis(t)) }},
+		{tier: func(t *testing.T) sluicetest.Tier {
+			return sluicetest.GoRedisClusterTier(t, sluicetest.SharedCluster(t))
+		}, cluster: true},
+		{tier: func(t *testing.T) sluicetest.Tier {
+			return sluicetest.RueidisClusterTier(t, sluicetest.SharedCluster(t))
+		}, cluster: true},
+	}
+}
+
+// TestConcurrentCallsDecideAsOneByOne hammers a few keys whose limits
+// cannot refill during the test, from many goroutines, through batches:
+// each key admits exactly its burst, and the allowed calls' Remaining are
+// burst-1 down to 0, each once, which they are only if every waiter got
+// its own result of a one-by-one order.
+func TestConcurrentCallsDecideAsOneByOne(t *testing.T) {
+	const (
+		burst      = 20
+		keys       = 8
+		goroutines = 64
+		calls      = 16 // per goroutine: 128 per key
+	)
+	limit := sluice.Limit{Rate: burst, Period: time.Hour, Burst: burst}
+	algorithms := []struct {
+		name      string
+		new       func(sluice.Store) (coalesce.Next, error)
+		remaining bool // Remaining counts down by one per allowed call
+	}{
+		{"tokenbucket", func(s sluice.Store) (coalesce.Next, error) { return tokenbucket.New(s) }, true},
+		{"gcra", func(s sluice.Store) (coalesce.Next, error) { return gcra.New(s) }, true},
+		{"slidinglog", func(s sluice.Store) (coalesce.Next, error) { return slidinglog.New(s) }, true},
+	}
+	for _, tc := range tiers(t) {
+		tier := tc.tier(t)
+		for _, alg := range algorithms {
+			t.Run(tier.Name+"/"+alg.name, func(t *testing.T) {
+				next, err := alg.new(tier.Store)
+				require.NoError(t, err)
+				l, err := coalesce.New(slow{Next: next, delay: 200 * time.Microsecond}, coalesce.WithMaxInFlight(2))
+				require.NoError(t, err)
+				prefix := sluicetest.UniqueKey(t)
+
+				var mu sync.Mutex
+				remaining := map[string][]int64{}
+				var wg sync.WaitGroup
+				for g := range goroutines {
+					wg.Go(func() {
+						for i := range calls {
+							key := sluice.Key(fmt.Sprintf("%s-%d", prefix, (g+i)%keys))
+							d, err := l.AllowN(t.Context(), key, limit, 1)
+							if !assertNoError(t, err) {
+								return
+							}
+							if d.Allowed {
+								mu.Lock()
+								remaining[key] = append(remaining[key], d.Remaining)
+								mu.Unlock()
+							}
+						}
+					})
+				}
+				wg.Wait()
+
+				want := make([]int64, burst)
+				for i := range want {
+					want[i] = int64(i)
+				}
+				require.Len(t, remaining, keys)
+				for key, got := range remaining {
+					require.Len(t, got, burst, "key %s admitted exactly its burst", key)
+					if alg.remaining {
+						slices.Sort(got)
+						require.Equal(t, want, got, "key %s: each allowed call has its own Remaining", key)
+					}
+				}
+				st := l.Stats()
+				require.EqualValues(t, goroutines*calls, st.Calls)
+				require.Positive(t, st.Batches, "batches formed")
+				require.Greater(t, st.Batched, 2*st.Batches, "batches carry more than two requests on average")
+				require.Equal(t, tc.cluster, st.ByHashTag, "grouping by tag only on a Cluster")
+				t.Logf("%d calls, %d batches carrying %d", st.Calls, st.Batches, st.Batched)
+			})
+		}
+	}
+}
+
+func assertNoError(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Errorf("unexpected error: %v", err)
+		return false
+	}
+	return true
+}
+
+// gate is a Next whose calls block until released, recording what they
+// were asked.
+type gate struct {
+	coalesce.Next
+	mu      sync.Mutex
+	batches [][]sluice.Request
+	entered chan struct{}
+	open    chan struct{}
+	err     error
+}
+
+func newGate(t *testing.T) *gate {
+	tb, err := tokenbucket.New(memstore.New())
+	require.NoError(t, err)
+	return &gate{Next: tb, entered: make(chan struct{}, 1000), open: make(chan struct{})}
+}
+
+func (g *gate) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	g.entered <- struct{}{}
+	<-g.open
+	g.mu.Lock()
+	g.batches = append(g.batches, []sluice.Request{{Key: key, Limit: limit, N: n}})
+	g.mu.Unlock()
+	return g.Next.AllowN(ctx, key, limit, n)
+}
+
+func (g *gate) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	g.entered <- struct{}{}
+	<-g.open
+	g.mu.Lock()
+	g.batches = append(g.batches, slices.Clone(reqs))
+	g.mu.Unlock()
+	if g.err != nil {
+		return nil, g.err
+	}
+	return g.Next.AllowBatch(ctx, reqs)
+}
+
+// queueBehind starts one call that holds the only slot, then n more that
+// queue behind it, and waits until they are queued.
+func queueBehind(t *testing.T, l *coalesce.Limiter, g *gate, reqs []sluice.Request) (first chan error, results []chan result) {
+	t.Helper()
+	first = make(chan error, 1)
+	go func() {
+		_, err := l.AllowN(context.Background(), "first", sluice.PerSecond(10), 1)
+		first <- err
+	}()
+	<-g.entered
+	for _, r := range reqs {
+		ch := make(chan result, 1)
+		results = append(results, ch)
+		go func() {
+			d, err := l.AllowN(context.Background(), r.Key, r.Limit, r.N)
+			ch <- result{d, err}
+		}()
+	}
+	require.Eventually(t, func() bool { return l.Queued() == len(reqs) }, 5*time.Second, time.Millisecond)
+	return first, results
+}
+
+type result struct {
+	d   sluice.Decision
+	err error
+}
+
+func TestQueuedCallsLeaveAsOneBatch(t *testing.T) {
+	g := newGate(t)
+	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1))
+	require.NoError(t, err)
+	var reqs []sluice.Request
+	for range 5 {
+		reqs = append(reqs, sluice.Request{Key: "k", Limit: sluice.PerSecond(3), N: 1})
+	}
+	reqs = append(reqs, sluice.Request{Key: "other", Limit: sluice.PerSecond(3), N: 2})
+	first, results := queueBehind(t, l, g, reqs)
+	close(g.open)
+	require.NoError(t, <-first)
+	var allowed, denied int
+	for i, ch := range results {
+		r := <-ch
+		require.NoError(t, r.err)
+		if i == 5 {
+			require.True(t, r.d.Allowed)
+			require.EqualValues(t, 1, r.d.Remaining, "the request of cost 2 got its own result")
+			continue
+		}
+		if r.d.Allowed {
+			allowed++
+		} else {
+			denied++
+			require.Positive(t, r.d.RetryAfter)
+		}
+	}
+	require.Equal(t, 3, allowed, "a burst of 3 on k")
+	require.Equal(t, 2, denied)
+	require.Len(t, g.batches, 2, "the first call, then one batch")
+	require.Len(t, g.batches[1], 6)
+	require.Equal(t, coalesce.Stats{Calls: 7, Batches: 1, Batched: 6}, l.Stats())
+}
+
+func TestAnInvalidRequestFailsAlone(t *testing.T) {
+	g := newGate(t)
+	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1))
+	require.NoError(t, err)
+	reqs := []sluice.Request{
+		{Key: "a", Limit: sluice.PerSecond(5), N: 1},
+		{Key: "b", Limit: sluice.Limit{Rate: 0, Period: time.Second, Burst: 1}, N: 1},
+		{Key: "", Limit: sluice.PerSecond(5), N: 1},
+		{Key: "c", Limit: sluice.PerSecond(5), N: 6},
+		{Key: "d", Limit: sluice.PerSecond(5), N: 1},
+	}
+	first, results := queueBehind(t, l, g, reqs)
+	close(g.open)
+	require.NoError(t, <-first)
+	for i, ch := range results {
+		r := <-ch
+		switch i {
+		case 0, 4:
+			require.NoError(t, r.err)
+			require.True(t, r.d.Allowed)
+			require.EqualValues(t, 4, r.d.Remaining)
+		case 1:
+			require.ErrorIs(t, r.err, sluice.ErrInvalidLimit)
+		case 2:
+			require.ErrorIs(t, r.err, sluice.ErrInvalidKey)
+		case 3:
+			require.ErrorIs(t, r.err, sluice.ErrCostExceedsBurst)
+		}
+	}
+	// Each refusal (made before sending) removed one request; the batch
+	// finally sent held the valid pair.
+	last := g.batches[len(g.batches)-1]
+	require.Equal(t, []string{"a", "d"}, []string{last[0].Key, last[1].Key})
+}
+
+func TestABatchErrorReachesEveryCaller(t *testing.T) {
+	g := newGate(t)
+	g.err = errors.New("connection reset")
+	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1))
+	require.NoError(t, err)
+	reqs := []sluice.Request{{Key: "a", Limit: sluice.PerSecond(5), N: 1}, {Key: "b", Limit: sluice.PerSecond(5), N: 1}}
+	first, results := queueBehind(t, l, g, reqs)
+	close(g.open)
+	require.NoError(t, <-first)
+	for _, ch := range results {
+		require.ErrorContains(t, (<-ch).err, "connection reset")
+	}
+}
+
+func TestACallerThatGivesUpLeavesTheQueue(t *testing.T) {
+	g := newGate(t)
+	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1))
+	require.NoError(t, err)
+	first := make(chan error, 1)
+	go func() {
+		_, err := l.AllowN(context.Background(), "first", sluice.PerSecond(10), 1)
+		first <- err
+	}()
+	<-g.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := l.AllowN(ctx, "k", sluice.PerSecond(10), 1)
+		gaveUp <- err
+	}()
+	require.Eventually(t, func() bool { return l.Queued() == 1 }, 5*time.Second, time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-gaveUp, context.Canceled)
+	require.Equal(t, 0, l.Queued())
+	close(g.open)
+	require.NoError(t, <-first)
+	require.Len(t, g.batches, 1, "nothing was sent for the caller that gave up")
+
+	// The slot is free again: the next call goes straight through.
+	d, err := l.AllowN(context.Background(), "k", sluice.PerSecond(10), 1)
+	require.NoError(t, err)
+	require.EqualValues(t, 9, d.Remaining)
+	_, err = l.AllowN(ctx, "k", sluice.PerSecond(10), 1)
+	require.ErrorIs(t, err, context.Canceled, "an ended context is refused at once")
+}
+
+func TestBadOptions(t *testing.T) {
+	tb, err := tokenbucket.New(memstore.New())
+	require.NoError(t, err)
+	_, err = coalesce.New(nil)
+	require.Error(t, err)
+	_, err = coalesce.New(tb, coalesce.WithMaxInFlight(0))
+	require.ErrorContains(t, err, "max in flight")
+	_, err = coalesce.New(tb, coalesce.WithMaxBatch(1))
+	require.ErrorContains(t, err, "max batch")
+	_, err = coalesce.New(tb, coalesce.WithMaxBatch(sluice.MaxBatch+1))
+	require.ErrorContains(t, err, "max batch")
+	l, err := coalesce.New(tb, nil, coalesce.ByHashTag())
+	require.NoError(t, err)
+	require.True(t, l.Stats().ByHashTag)
+}
+
+func TestByHashTagKeepsUntaggedKeysAlone(t *testing.T) {
+	g := newGate(t)
+	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1), coalesce.ByHashTag())
+	require.NoError(t, err)
+	lim := sluice.PerSecond(5)
+	reqs := []sluice.Request{
+		{Key: sluice.Key("t1", "a"), Limit: lim, N: 1},
+		{Key: "plain", Limit: lim, N: 1},
+		{Key: sluice.Key("t1", "b"), Limit: lim, N: 1},
+		{Key: sluice.Key("t2"), Limit: lim, N: 1},
+		{Key: "plain2", Limit: lim, N: 1},
+	}
+	first, results := queueBehind(t, l, g, reqs)
+	close(g.open)
+	require.NoError(t, <-first)
+	for _, ch := range results {
+		r := <-ch
+		require.NoError(t, r.err)
+		require.True(t, r.d.Allowed)
+	}
+	var sizes []int
+	for _, b := range g.batches[1:] {
+		sizes = append(sizes, len(b))
+		for _, r := range b[1:] {
+			require.Equal(t, sluice.HashSlot(b[0].Key), sluice.HashSlot(r.Key))
+		}
+	}
+	require.ElementsMatch(t, []int{2, 1, 1, 1}, sizes, "t1's two keys together, the rest alone")
+}
