@@ -72,7 +72,7 @@ func RunConformance(t *testing.T, newTier func(t *testing.T) Tier) {
 }
 
 // runBatch: random batches (1 to 8 requests over 3 keys, repeats
-// included, random limits and costs) decide as the same requests made one
+// included, one limit for the batch or one per request, random costs) decide as the same requests made one
 // by one at the same instant on twin keys; invalid batches are refused
 // before anything is sent.
 func runBatch(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) {
@@ -86,8 +86,12 @@ func runBatch(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) {
 	for step := range 150 {
 		clock.Advance(time.Duration(rng.Int64N(int64(300*time.Millisecond))) - 10*time.Millisecond)
 		limit := alg.Limits[rng.IntN(len(alg.Limits))]
+		perRequest := rng.IntN(2) == 0
 		reqs := make([]sluice.Request, 1+rng.IntN(8))
 		for i := range reqs {
+			if perRequest {
+				limit = alg.Limits[rng.IntN(len(alg.Limits))]
+			}
 			reqs[i] = sluice.Request{Key: sluice.Key(tag, "batch", strconv.Itoa(rng.IntN(3))), Limit: limit, N: rng.Int64N(alg.Capacity(limit) + 1)}
 		}
 		got, err := l.AllowBatch(t.Context(), reqs)

@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/algorithms/slidingcounter"
 	"github.com/sluicehq/sluice/algorithms/slidinglog"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/sluiceotel"
@@ -69,6 +70,14 @@ func sluiceSubjectVia(name string, goRedis bool, build func(sluice.Store) (sluic
 	}}
 }
 
+// coalesced wraps a Sluice algorithm in coalesce, with its defaults.
+func coalesced(next coalesce.Next, err error) (sluice.Limiter, error) {
+	if err != nil {
+		return nil, err
+	}
+	return coalesce.New(next)
+}
+
 func decideWith(l sluice.Limiter, limit sluice.Limit) Decide {
 	return func(ctx context.Context, key string) (bool, error) {
 		d, err := l.AllowN(ctx, key, limit, 1)
@@ -83,6 +92,8 @@ func Subjects() []Subject {
 	return []Subject{
 		sluiceSubject("tokenbucket", func(s sluice.Store) (sluice.Limiter, error) { return tokenbucket.New(s) }),
 		sluiceSubjectVia("tokenbucket (go-redis)", true, func(s sluice.Store) (sluice.Limiter, error) { return tokenbucket.New(s) }),
+		sluiceSubject("tokenbucket+coalesce", func(s sluice.Store) (sluice.Limiter, error) { return coalesced(tokenbucket.New(s)) }),
+		sluiceSubjectVia("tokenbucket+coalesce (go-redis)", true, func(s sluice.Store) (sluice.Limiter, error) { return coalesced(tokenbucket.New(s)) }),
 		sluiceSubject("gcra", func(s sluice.Store) (sluice.Limiter, error) { return gcra.New(s) }),
 		sluiceSubject("slidingcounter", func(s sluice.Store) (sluice.Limiter, error) { return slidingcounter.New(s) }),
 		sluiceSubject("slidinglog", func(s sluice.Store) (sluice.Limiter, error) { return slidinglog.New(s) }),

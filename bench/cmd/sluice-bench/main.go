@@ -50,8 +50,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	duration := fs.Duration("duration", 3*time.Second, "how long each timed scenario runs")
 	jsonPath := fs.String("json", "", "write the results as JSON to this file")
 	htmlPath := fs.String("html", "", "write a self-contained HTML report to this file")
-	onlyScenarios := fs.String("scenarios", "", "run only scenarios whose name contains this")
-	onlySubjects := fs.String("subjects", "", "run only subjects whose name contains this")
+	onlyScenarios := fs.String("scenarios", "", "run only scenarios whose name contains this (or one of these, comma-separated)")
+	onlySubjects := fs.String("subjects", "", "run only subjects whose name contains this (or one of these, comma-separated)")
 	fromJSON := fs.String("from-json", "", "run nothing: render the table (and --html) from a saved --json file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -126,13 +126,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var scenarios []harness.Scenario
 	for _, s := range harness.Scenarios() {
-		if strings.Contains(s.Name, *onlyScenarios) {
+		if containsAny(s.Name, *onlyScenarios) {
 			scenarios = append(scenarios, s)
 		}
 	}
 	var subjects []harness.Subject
 	for _, s := range harness.Subjects() {
-		if strings.Contains(s.Name, *onlySubjects) {
+		if containsAny(s.Name, *onlySubjects) {
 			subjects = append(subjects, s)
 		}
 	}
@@ -269,4 +269,15 @@ func startRedis(stderr io.Writer) (string, func(), error) {
 	}
 	fmt.Fprintf(stderr, "started redis-server (pid %d) on %s\n", cmd.Process.Pid, addr)
 	return addr, stop, nil
+}
+
+// containsAny reports whether name contains one of the comma-separated
+// parts of filter; an empty filter matches every name.
+func containsAny(name, filter string) bool {
+	for part := range strings.SplitSeq(filter, ",") {
+		if strings.Contains(name, part) {
+			return true
+		}
+	}
+	return false
 }
