@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/rueidisstore"
@@ -20,20 +21,15 @@ import (
 
 func TestMain(m *testing.M) { sluicetest.Main(m) }
 
-// counting counts the calls that reach Redis.
-type counting struct {
-	lease.Refunder
-	calls atomic.Int64
+// countingStore counts the script calls that reach Redis.
+type countingStore struct {
+	sluice.Store
+	runs atomic.Int64
 }
 
-func (c *counting) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
-	c.calls.Add(1)
-	return c.Refunder.AllowN(ctx, key, limit, n)
-}
-
-func (c *counting) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
-	c.calls.Add(1)
-	return c.Refunder.Refund(ctx, key, limit, n)
+func (c *countingStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
+	c.runs.Add(1)
+	return c.Store.Run(ctx, script, keys, args)
 }
 
 // BenchmarkLease: decisions per second and Redis calls per decision at 64
@@ -41,7 +37,9 @@ func (c *counting) Refund(ctx context.Context, key string, limit sluice.Limit, n
 // a lease and with leases of B = 10, 100 and 1000, next to in-process
 // golang.org/x/time/rate limiters (the no-network ceiling), on one hot key
 // and on 10,000 keys. The limit is large enough that every request is
-// allowed. x/time/rate is measured twice: with its limiters found by key in
+// allowed. The unleased limiter and B = 100 are also measured behind
+// coalesce (lease over coalesce over the token bucket), whose batches count
+// as one Redis call each. x/time/rate is measured twice: with its limiters found by key in
 // a sync.Map, as a per-key limiter must find them (and as the lease finds
 // its leases), and, as a floor, indexed directly by number.
 //
@@ -76,18 +74,29 @@ func BenchmarkLease(b *testing.B) {
 			}
 			runParallel(b, func(i int) bool { return limiters[i%keys].Allow() })
 		})
-		for _, batch := range []int64{0, 10, 100, 1000} {
+		for _, v := range []struct {
+			batch    int64
+			coalesce bool
+		}{{0, false}, {0, true}, {10, false}, {100, false}, {100, true}, {1000, false}} {
 			name := fmt.Sprintf("keys=%d/no-lease", keys)
-			if batch > 0 {
-				name = fmt.Sprintf("keys=%d/lease-B=%d", keys, batch)
+			if v.batch > 0 {
+				name = fmt.Sprintf("keys=%d/lease-B=%d", keys, v.batch)
+			}
+			if v.coalesce {
+				name += "+coalesce"
 			}
 			b.Run(name, func(b *testing.B) {
-				tb, err := tokenbucket.New(rueidisstore.New(client))
+				store := &countingStore{Store: rueidisstore.New(client)}
+				tb, err := tokenbucket.New(store)
 				require.NoError(b, err)
-				shared := &counting{Refunder: tb}
-				var l sluice.Limiter = shared
-				if batch > 0 {
-					leased, err := lease.New(shared, lease.WithBatch(batch))
+				var shared lease.Refunder = tb
+				if v.coalesce {
+					shared, err = coalesce.New(tb)
+					require.NoError(b, err)
+				}
+				l := sluice.Limiter(shared)
+				if v.batch > 0 {
+					leased, err := lease.New(shared, lease.WithBatch(v.batch))
 					require.NoError(b, err)
 					defer leased.Close()
 					l = leased
@@ -97,7 +106,7 @@ func BenchmarkLease(b *testing.B) {
 					d, err := l.AllowN(ctx, names[i%keys], limit, 1)
 					return err == nil && d.Allowed
 				})
-				b.ReportMetric(float64(shared.calls.Load())/float64(b.N), "redis-calls/decision")
+				b.ReportMetric(float64(store.runs.Load())/float64(b.N), "redis-calls/decision")
 			})
 		}
 	}

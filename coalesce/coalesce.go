@@ -222,6 +222,31 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 	return l.next.AllowBatch(ctx, reqs)
 }
 
+// Refund passes a refund straight to the wrapped limiter (refunds are
+// rare; they are not batched), which must have a Refund method, as every
+// Sluice algorithm's concrete type has.
+func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	r, ok := l.next.(interface {
+		Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error)
+	})
+	if !ok {
+		return sluice.Decision{}, errors.New("coalesce: the wrapped limiter cannot refund")
+	}
+	return r.Refund(ctx, key, limit, n)
+}
+
+// Reset passes a reset straight to the wrapped limiter, which must have a
+// Reset method, as every Sluice algorithm's concrete type has.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	r, ok := l.next.(interface {
+		Reset(ctx context.Context, key string) error
+	})
+	if !ok {
+		return errors.New("coalesce: the wrapped limiter cannot reset")
+	}
+	return r.Reset(ctx, key)
+}
+
 // Stats counts what the Limiter did since New.
 type Stats struct {
 	// Calls is the AllowN calls made to the Limiter.

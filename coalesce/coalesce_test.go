@@ -345,6 +345,30 @@ func TestBadOptions(t *testing.T) {
 	require.True(t, l.Stats().ByHashTag)
 }
 
+func TestRefundAndResetPassThrough(t *testing.T) {
+	tb, err := tokenbucket.New(memstore.New())
+	require.NoError(t, err)
+	l, err := coalesce.New(tb)
+	require.NoError(t, err)
+	lim := sluice.PerSecond(5)
+	d, err := l.AllowN(t.Context(), "k", lim, 3)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, d.Remaining)
+	d, err = l.Refund(t.Context(), "k", lim, 2)
+	require.NoError(t, err)
+	require.EqualValues(t, 4, d.Remaining)
+	require.NoError(t, l.Reset(t.Context(), "k"))
+	d, err = l.AllowN(t.Context(), "k", lim, 0)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, d.Remaining)
+
+	bare, err := coalesce.New(struct{ coalesce.Next }{tb}) // no Refund, no Reset
+	require.NoError(t, err)
+	_, err = bare.Refund(t.Context(), "k", lim, 1)
+	require.ErrorContains(t, err, "cannot refund")
+	require.ErrorContains(t, bare.Reset(t.Context(), "k"), "cannot reset")
+}
+
 func TestByHashTagKeepsUntaggedKeysAlone(t *testing.T) {
 	g := newGate(t)
 	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1), coalesce.ByHashTag())

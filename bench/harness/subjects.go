@@ -159,11 +159,14 @@ func Subjects() []Subject {
 			if err != nil {
 				return nil, nil, err
 			}
-			perPeriod := throttled.Rate{}
-			if limit.Period == time.Second {
+			var perPeriod throttled.Rate
+			switch limit.Period {
+			case time.Second:
 				perPeriod = throttled.PerSec(int(limit.Rate))
-			} else {
-				return nil, nil, fmt.Errorf("throttled: only per-second limits are wired here")
+			case time.Hour:
+				perPeriod = throttled.PerHour(int(limit.Rate))
+			default:
+				return nil, nil, fmt.Errorf("throttled: only per-second and per-hour limits are wired here")
 			}
 			l, err := throttled.NewGCRARateLimiterCtx(store, throttled.RateQuota{MaxRate: perPeriod, MaxBurst: int(limit.Burst) - 1})
 			if err != nil {
