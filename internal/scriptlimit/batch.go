@@ -16,23 +16,32 @@ var batchSource string
 // MaxBatch is the most requests one batch script call decides.
 const MaxBatch = sluice.MaxBatch
 
-// newBatchScript returns spec's batch script (batch.lua with spec.Body in
-// place of its BODY line) paired with its Go twin.
+// newBatchScript returns spec's batch script (batch.lua with spec.Body
+// in place of its BODY_DIRECT and BODY_CACHED lines) paired with its Go
+// twin.
 func newBatchScript(spec *Spec) *sluice.Script {
-	const marker = "-- BODY:"
-	at := strings.Index(batchSource, marker)
-	if at < 0 {
-		panic("scriptlimit: batch.lua has no BODY line")
+	source := batchSource
+	for _, name := range []string{"body_direct", "body_cached"} {
+		source = replaceMarker(source, "-- "+strings.ToUpper(name)+":",
+			"local function "+name+"(key, rate, period_us, burst, cost, now, dry)\n"+spec.Body+"\nend\n")
 	}
-	end := at + strings.Index(batchSource[at:], "\n\n")
-	if end < at {
-		panic("scriptlimit: batch.lua's BODY comment has no end")
-	}
-	body := "local function body(key, rate, period_us, burst, cost, now, dry)\n" + spec.Body + "\nend\n"
-	source := batchSource[:at] + body + batchSource[end+1:]
 	return sluice.NewScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		return runBatch(tx, keys, args, spec.Decide)
 	})
+}
+
+// replaceMarker replaces the comment paragraph that starts with marker
+// (up to its blank line) with text.
+func replaceMarker(source, marker, text string) string {
+	at := strings.Index(source, marker)
+	if at < 0 {
+		panic("scriptlimit: batch.lua has no " + marker + " line")
+	}
+	end := strings.Index(source[at:], "\n\n")
+	if end < 0 {
+		panic("scriptlimit: batch.lua's " + marker + " comment has no end")
+	}
+	return source[:at] + text + source[at+end+1:]
 }
 
 // Batch reply error codes (batch.lua).

@@ -25,13 +25,19 @@ local function int_arg(i, lo, hi)
   return v
 end
 
--- The bodies' GET, SET and DEL go through this shadow of redis: a key that
--- an earlier request of the batch read or wrote is served from memory, and
--- its last write reaches Redis once, at the end. A hot key's requests then
--- cost one GET and one SET per batch instead of one each. Decisions and
--- the final state are unchanged: the script runs alone, so nothing else
--- touches the keys meanwhile, and `now` is fixed. Any other command on a
--- key first sends that key's pending write and forgets what was cached.
+-- A key that appears once in the batch is decided by body_direct, on redis
+-- itself. A key that appears more than once is decided by body_cached,
+-- the same body whose GET, SET and DEL go through the shadow of redis
+-- below: a key that an earlier request of the batch read or wrote is
+-- served from memory, and its last write reaches Redis once, at the end.
+-- A hot key's requests then cost one GET and one SET per batch instead of
+-- one each. Decisions and the final state are unchanged: the script runs
+-- alone, so nothing else touches the keys meanwhile, and `now` is fixed.
+-- Any other command on a key first sends that key's pending write and
+-- forgets what was cached.
+
+-- BODY_DIRECT: local function body_direct(key, rate, period_us, burst, cost, now, dry) ... end
+
 local server = redis
 local cached = {}  -- key -> the value a GET would return (false: none)
 local pending = {} -- key -> the last write not yet sent: {'SET', args...} or {'DEL'}
@@ -79,7 +85,7 @@ local redis = setmetatable({
   end,
 }, {__index = server})
 
--- BODY: local function body(key, rate, period_us, burst, cost, now, dry) ... end
+-- BODY_CACHED: local function body_cached(key, rate, period_us, burst, cost, now, dry) ... end
 
 local ERROR_CODES = {
   {'SLUICE_INVALID_LIMIT', 1}, {'SLUICE_INVALID_COST', 2}, {'SLUICE_COST_EXCEEDS_BURST', 3},
@@ -114,9 +120,23 @@ else
   end
 end
 
+local repeated = {}
+do
+  local seen = {}
+  for i = 1, m do
+    local k = KEYS[i]
+    if seen[k] then
+      repeated[k] = true
+    else
+      seen[k] = true
+    end
+  end
+end
+
 local reply, n = {}, 0
 local limit_args -- the previous request's rate, period and burst, parsed once
 local rate, period_us, burst
+local cost_arg, cost -- likewise the previous request's cost
 for i = 1, m do
   local base = 1 + 4 * (i - 1)
   if limit_args == nil or ARGV[base + 1] ~= limit_args[1] or ARGV[base + 2] ~= limit_args[2] or ARGV[base + 3] ~= limit_args[3] then
@@ -125,7 +145,10 @@ for i = 1, m do
     burst = int_arg(base + 3, 1, 1e12)
     limit_args = {ARGV[base + 1], ARGV[base + 2], ARGV[base + 3]}
   end
-  local cost = int_arg(base + 4, -1e12, 1e12)
+  if ARGV[base + 4] ~= cost_arg then
+    cost_arg = ARGV[base + 4]
+    cost = int_arg(base + 4, -1e12, 1e12)
+  end
   local ok, r
   if KEYS[i] == '' then
     ok, r = true, {err = 'SLUICE_INVALID_KEY'}
@@ -136,6 +159,7 @@ for i = 1, m do
   else
     -- pcall: a key holding another type (WRONGTYPE) fails its request
     -- only; bodies read before they write, so nothing was written for it.
+    local body = repeated[KEYS[i]] and body_cached or body_direct
     ok, r = pcall(body, KEYS[i], rate, period_us, burst, cost, now, false)
   end
   if not ok or r.err then
