@@ -31,7 +31,7 @@ measure() {
 	shift 5
 	local port pid out
 	port=$(free_port)
-	out="$dir/$name"
+	out="$dir/$(echo "$name" | tr -c "A-Za-z0-9\n" _)"
 	valgrind --tool=callgrind --callgrind-out-file="$out.cg" --toggle-collect=evalShaCommand \
 		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >"$out.log" 2>&1 &
 	pid=$!
@@ -56,6 +56,8 @@ measure "INCR+PEXPIRE (no TIME, no validation)" 1 "$N" "local c = redis.call('IN
 measure "floor: TIME+GET+SET PX (no validation)" 1 "$N" "local t = redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], t[1], 'PX', ARGV[1]) return 1" -- 1 "{t1}:f" 60000
 measure "prelude only (validate 4 args, TIME)" 1 "$N" "$(cat "$S/prelude.lua")
 return 1" -- 1 "{t1}:p" $A
+rr=$(cd bench && go list -m -f '{{.Dir}}' github.com/go-redis/redis_rate/v10)
+measure "go-redis/redis_rate v10 (its allowN script)" 1 "$N" "$(sed -n '/^var allowN = redis.NewScript(`/,/^`)/p' "$rr/lua.go" | sed '1d;$d')" -- 1 "rate:{t1}" 1000000000 1000000 1 1
 for alg in tokenbucket gcra fixedwindow slidingcounter; do
 	measure "$alg" 1 "$N" "$(cat "$S/$alg.lua")" -- 1 "{t1}:$alg" $A
 done
