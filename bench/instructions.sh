@@ -52,6 +52,8 @@ measure() {
 S="$dir/scripts"
 A="1000000 1000000 1000000000000 1" # rate, period_us, burst, cost: always allowed
 printf '%-44s %10s %12s\n' "script" "instr/call" "instr/decision"
+measure "return 1 (EVALSHA's own cost)" 1 "$N" "return 1" -- 1 "{t1}:e" $A
+measure "TIME, return 1" 1 "$N" "local t = redis.call('TIME') return 1" -- 1 "{t1}:e" $A
 measure "INCR+PEXPIRE (no TIME, no validation)" 1 "$N" "local c = redis.call('INCR', KEYS[1]) redis.call('PEXPIRE', KEYS[1], ARGV[1]) return c" -- 1 "{t1}:i" 60000
 measure "floor: TIME+GET+SET PX (no validation)" 1 "$N" "local t = redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], t[1], 'PX', ARGV[1]) return 1" -- 1 "{t1}:f" 60000
 measure "prelude only (validate 4 args, TIME)" 1 "$N" "$(cat "$S/prelude.lua")

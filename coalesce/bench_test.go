@@ -46,7 +46,7 @@ func BenchmarkCoalesce(b *testing.B) {
 			names[i] = sluice.Key(fmt.Sprintf("tenant%06d", i))
 		}
 		for _, s := range stores {
-			for _, inFlight := range []int{0, 2, 8, 32} { // 0: not coalesced
+			for _, inFlight := range []int{0, 1, 2, 4, 8, 16} { // 0: not coalesced
 				name := fmt.Sprintf("%s/keys=%d/plain", s.name, keys)
 				if inFlight > 0 {
 					name = fmt.Sprintf("%s/keys=%d/coalesced-inflight=%d", s.name, keys, inFlight)
