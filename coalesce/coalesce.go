@@ -190,7 +190,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 		l.release()
 		return d, err
 	}
-	w := &waiter{ctx: ctx, req: sluice.Request{Key: key, Limit: limit, N: n}, tag: hashTag(key), done: make(chan struct{}, 1)}
+	w := waiterPool.Get().(*waiter)
+	w.ctx, w.req, w.tag = ctx, sluice.Request{Key: key, Limit: limit, N: n}, hashTag(key)
 	l.queue = append(l.queue, w)
 	l.mu.Unlock()
 
@@ -214,8 +215,17 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 		l.decide(w.lead)
 		l.release()
 	}
-	return w.res.Decision, w.res.Err
+	d, err := w.res.Decision, w.res.Err
+	// Only a waiter whose result arrived goes back to the pool: one that
+	// gave up after being taken into a batch still gets a send on done.
+	*w = waiter{done: w.done}
+	waiterPool.Put(w)
+	return d, err
 }
+
+// waiterPool recycles waiters (and their channels): a busy limiter queues
+// a waiter for most calls.
+var waiterPool = sync.Pool{New: func() any { return &waiter{done: make(chan struct{}, 1)} }}
 
 // AllowBatch passes a caller's own batch to the wrapped limiter.
 func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
