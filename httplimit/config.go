@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/algorithms/slidingcounter"
 	"github.com/sluicehq/sluice/algorithms/slidinglog"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/multilimit"
 )
 
@@ -28,6 +29,7 @@ import (
 //	    cost: 1                  # default: 1
 //	    key: remote-addr         # or "header:X-API-Key"
 //	    routes: ["POST /orders"] # net/http ServeMux patterns; none: every route
+//	    coalesce: true           # concurrent requests share script calls (package coalesce)
 type FileConfig struct {
 	Policies []FilePolicy `yaml:"policies" json:"policies"`
 }
@@ -42,6 +44,9 @@ type FilePolicy struct {
 	Cost      int64    `yaml:"cost" json:"cost"`
 	Key       string   `yaml:"key" json:"key"`
 	Routes    []string `yaml:"routes" json:"routes"`
+	// Coalesce wraps the policy's limiter in coalesce.New: decisions stay
+	// exact, and concurrent requests share script calls.
+	Coalesce bool `yaml:"coalesce" json:"coalesce"`
 }
 
 // Routed is a set of policies, each applying to the routes it names.
@@ -107,7 +112,7 @@ func (fp FilePolicy) build(store sluice.Store) (Policy, error) {
 	if burst == 0 {
 		burst = fp.Rate
 	}
-	var limiter sluice.Limiter
+	var limiter coalesce.Next
 	switch fp.Algorithm {
 	case "", "tokenbucket":
 		limiter, err = tokenbucket.New(store)
@@ -125,6 +130,12 @@ func (fp FilePolicy) build(store sluice.Store) (Policy, error) {
 	if err != nil {
 		return Policy{}, err
 	}
+	var decider sluice.Limiter = limiter
+	if fp.Coalesce {
+		if decider, err = coalesce.New(limiter); err != nil {
+			return Policy{}, err
+		}
+	}
 	var key KeyFunc
 	switch {
 	case fp.Key == "" || fp.Key == "remote-addr":
@@ -134,12 +145,22 @@ func (fp FilePolicy) build(store sluice.Store) (Policy, error) {
 	default:
 		return Policy{}, fmt.Errorf("unknown key %q (remote-addr or header:Name)", fp.Key)
 	}
-	p := Policy{Name: fp.Name, Limiter: limiter, Limit: sluice.Limit{Rate: fp.Rate, Period: period, Burst: burst}, Cost: fp.Cost, Key: key,
+	p := Policy{Name: fp.Name, Limiter: decider, Limit: sluice.Limit{Rate: fp.Rate, Period: period, Burst: burst}, Cost: fp.Cost, Key: key,
 		Algorithm: multilimit.Algorithm(fp.Algorithm)}
 	if p.Cost == 0 {
 		p.Cost = 1
 	}
 	return p, p.validate()
+}
+
+// Policies returns the loaded policies, in file order, each with the
+// limiter built for it.
+func (rt *Routed) Policies() []Policy {
+	out := make([]Policy, len(rt.policies))
+	for i, p := range rt.policies {
+		out[i] = p.Policy
+	}
+	return out
 }
 
 // Middleware returns middleware that checks each request against the

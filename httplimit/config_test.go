@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/store/memstore"
 )
@@ -21,6 +22,7 @@ policies:
     rate: 2
     period: 1m
     routes: ["POST /orders"]
+    coalesce: true
   - name: search
     algorithm: gcra
     rate: 3
@@ -66,6 +68,17 @@ func TestPolicyFiles(t *testing.T) {
 	}
 }
 
+func TestCoalescedPolicies(t *testing.T) {
+	routed, err := httplimit.Load([]byte(yamlPolicies), memstore.New())
+	require.NoError(t, err)
+	policies := routed.Policies()
+	require.Len(t, policies, 3)
+	for _, p := range policies {
+		_, coalesced := p.Limiter.(*coalesce.Limiter)
+		require.Equal(t, p.Name == "orders", coalesced, "policy %s", p.Name)
+	}
+}
+
 func TestBadPolicyFiles(t *testing.T) {
 	for name, data := range map[string]string{
 		"empty":             ``,
@@ -76,6 +89,7 @@ func TestBadPolicyFiles(t *testing.T) {
 		"bad rate":          `policies: [{name: a, rate: 0, period: 1s}]`,
 		"bad key":           `policies: [{name: a, rate: 1, period: 1s, key: "cookie:x"}]`,
 		"bad route":         `policies: [{name: a, rate: 1, period: 1s, routes: ["GET"]}]`,
+		"bad coalesce":      `policies: [{name: a, rate: 1, period: 1s, coalesce: maybe}]`,
 		"not yaml":          `{{{`,
 	} {
 		_, err := httplimit.Load([]byte(data), memstore.New())
