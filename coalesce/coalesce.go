@@ -186,9 +186,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	if l.inFlight < l.maxInFlight {
 		l.inFlight++
 		l.mu.Unlock()
-		d, err := l.next.AllowN(ctx, key, limit, n)
-		l.release()
-		return d, err
+		return l.direct(ctx, key, limit, n)
 	}
 	w := waiterPool.Get().(*waiter)
 	w.ctx, w.req, w.tag = ctx, sluice.Request{Key: key, Limit: limit, N: n}, hashTag(key)
@@ -199,28 +197,53 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	case <-w.done:
 	case <-ctx.Done():
 		l.mu.Lock()
-		switch w.state {
-		case queued:
+		state := w.state
+		if state == queued {
 			l.dequeue(w)
-			l.mu.Unlock()
-			return sluice.Decision{}, ctx.Err()
-		case taken:
-			l.mu.Unlock()
-			return sluice.Decision{}, ctx.Err()
 		}
 		l.mu.Unlock()
-		<-w.done // leading: the others wait on this batch
+		switch state {
+		case queued: // never sent: nobody refers to w any more
+			recycle(w)
+			return sluice.Decision{}, ctx.Err()
+		case taken:
+			select {
+			case <-w.done: // the result came in the meantime: use it
+			default:
+				// The batch still runs and will send on done (buffered):
+				// w is not recycled.
+				return sluice.Decision{}, ctx.Err()
+			}
+		case leading:
+			<-w.done // the others wait on this batch
+		}
 	}
 	if w.lead != nil {
-		l.decide(w.lead)
-		l.release()
+		l.lead(w.lead)
 	}
 	d, err := w.res.Decision, w.res.Err
-	// Only a waiter whose result arrived goes back to the pool: one that
-	// gave up after being taken into a batch still gets a send on done.
+	recycle(w)
+	return d, err
+}
+
+// direct decides one request on next, holding an in-flight slot.
+func (l *Limiter) direct(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	defer l.release()
+	return l.next.AllowN(ctx, key, limit, n)
+}
+
+// lead decides the batch the caller was handed, then passes its slot on.
+func (l *Limiter) lead(batch []*waiter) {
+	defer l.release()
+	l.decide(batch)
+}
+
+// recycle puts a waiter back in the pool. Only a waiter that nothing will
+// send to again may go back: one whose result arrived, or one that left the
+// queue before any batch took it.
+func recycle(w *waiter) {
 	*w = waiter{done: w.done}
 	waiterPool.Put(w)
-	return d, err
 }
 
 // waiterPool recycles waiters (and their channels): a busy limiter queues
@@ -346,6 +369,19 @@ func (l *Limiter) dequeue(w *waiter) {
 // decide decides batch (whose first waiter is the caller) and hands every
 // other waiter its result.
 func (l *Limiter) decide(batch []*waiter) {
+	defer func() {
+		// If the wrapped limiter panics, every other waiter is still
+		// answered (with an error) before the panic goes on, so that none
+		// waits for ever.
+		if p := recover(); p != nil {
+			err := fmt.Errorf("coalesce: the wrapped limiter panicked: %v", p)
+			for _, w := range batch[1:] {
+				w.res = sluice.Result{Err: err}
+				w.done <- struct{}{}
+			}
+			panic(p)
+		}
+	}()
 	ctx, cancel := batchContext(batch)
 	defer cancel()
 	l.decideGroup(ctx, batch)
@@ -380,7 +416,7 @@ func (l *Limiter) decideGroup(ctx context.Context, group []*waiter) {
 		// Refused before sending: that request alone is invalid.
 		group[reqErr.Index].res.Err = reqErr.Err
 		l.decideGroup(ctx, append(group[:reqErr.Index:reqErr.Index], group[reqErr.Index+1:]...))
-	case errors.Is(err, sluice.ErrCrossSlot):
+	case errors.Is(err, sluice.ErrCrossSlot) && len(byTag(group)) > 1:
 		// Refused before running: a Cluster. Group by tag from now on.
 		l.byTag.Store(true)
 		for _, g := range byTag(group) {

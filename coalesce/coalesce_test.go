@@ -157,6 +157,9 @@ type gate struct {
 	entered chan struct{}
 	open    chan struct{}
 	err     error
+	// crossSlot refuses batches whose keys have different hash tags, as a
+	// Cluster does; panics makes AllowBatch panic.
+	crossSlot, panics bool
 }
 
 func newGate(t *testing.T) *gate {
@@ -182,6 +185,16 @@ func (g *gate) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.
 	g.mu.Unlock()
 	if g.err != nil {
 		return nil, g.err
+	}
+	if g.panics {
+		panic("boom")
+	}
+	if g.crossSlot {
+		for _, r := range reqs[1:] {
+			if sluice.HashSlot(r.Key) != sluice.HashSlot(reqs[0].Key) {
+				return nil, fmt.Errorf("gate: %w", sluice.ErrCrossSlot)
+			}
+		}
 	}
 	return g.Next.AllowBatch(ctx, reqs)
 }
@@ -278,9 +291,9 @@ func TestAnInvalidRequestFailsAlone(t *testing.T) {
 		}
 	}
 	// Each refusal (made before sending) removed one request; the batch
-	// finally sent held the valid pair.
+	// finally sent held the valid pair (in the order they queued).
 	last := g.batches[len(g.batches)-1]
-	require.Equal(t, []string{"a", "d"}, []string{last[0].Key, last[1].Key})
+	require.ElementsMatch(t, []string{"a", "d"}, []string{last[0].Key, last[1].Key})
 }
 
 func TestABatchErrorReachesEveryCaller(t *testing.T) {
@@ -343,6 +356,82 @@ func TestBadOptions(t *testing.T) {
 	l, err := coalesce.New(tb, nil, coalesce.ByHashTag())
 	require.NoError(t, err)
 	require.True(t, l.Stats().ByHashTag)
+}
+
+func TestACrossSlotBatchIsSplitByTag(t *testing.T) {
+	g := newGate(t)
+	g.crossSlot = true
+	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1))
+	require.NoError(t, err)
+	lim := sluice.PerSecond(5)
+	reqs := []sluice.Request{
+		{Key: sluice.Key("t1", "a"), Limit: lim, N: 1},
+		{Key: sluice.Key("t2", "a"), Limit: lim, N: 1},
+		{Key: sluice.Key("t1", "b"), Limit: lim, N: 1},
+	}
+	first, results := queueBehind(t, l, g, reqs)
+	close(g.open)
+	require.NoError(t, <-first)
+	for _, ch := range results {
+		r := <-ch
+		require.NoError(t, r.err)
+		require.True(t, r.d.Allowed)
+		require.EqualValues(t, 4, r.d.Remaining)
+	}
+	require.True(t, l.Stats().ByHashTag, "grouping by tag from now on")
+	var sent [][]string
+	for _, b := range g.batches[2:] { // after the first call and the refused batch
+		var keys []string
+		for _, r := range b {
+			keys = append(keys, r.Key)
+		}
+		sent = append(sent, keys)
+	}
+	require.Len(t, g.batches[1], 3, "the mixed batch was tried once")
+	require.Len(t, sent, 2, "then once per tag")
+	for _, keys := range sent {
+		for _, k := range keys[1:] {
+			require.Equal(t, sluice.HashSlot(keys[0]), sluice.HashSlot(k))
+		}
+	}
+}
+
+func TestAPanicInTheWrappedLimiterAnswersEveryone(t *testing.T) {
+	g := newGate(t)
+	g.panics = true
+	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1))
+	require.NoError(t, err)
+	first := make(chan error, 1)
+	go func() {
+		_, err := l.AllowN(context.Background(), "first", sluice.PerSecond(10), 1)
+		first <- err
+	}()
+	<-g.entered
+	lim := sluice.PerSecond(5)
+	results := make(chan error, 3)
+	panicked := make(chan any, 3)
+	for _, key := range []string{"a", "b", "c"} {
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					panicked <- p
+				}
+			}()
+			_, err := l.AllowN(context.Background(), key, lim, 1)
+			results <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return l.Queued() == 3 }, 5*time.Second, time.Millisecond)
+	close(g.open)
+	require.NoError(t, <-first)
+	require.Equal(t, "boom", <-panicked, "the leader's own call panics, as a direct call would")
+	for range 2 {
+		require.ErrorContains(t, <-results, "panicked: boom")
+	}
+	// The slot came back: the next call goes straight through.
+	d, err := l.AllowN(context.Background(), "a", lim, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
 }
 
 func TestRefundAndResetPassThrough(t *testing.T) {

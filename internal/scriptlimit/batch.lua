@@ -68,10 +68,19 @@ local redis = setmetatable({
       end
       return v
     elseif cmd == 'SET' then
-      cached[key] = (...)
-      hold(key, {'SET', ...})
+      -- Only the form the bodies use: anything else (NX, XX, GET, KEEPTTL)
+      -- would need Redis's answer, so it fails loudly instead.
+      local v, px, ms = ...
+      if select('#', ...) ~= 3 or px ~= 'PX' then
+        error('SLUICE_BATCH_CACHE a body in a batch may only SET key value PX ms')
+      end
+      cached[key] = v
+      hold(key, {'SET', v, 'PX', ms})
       return {ok = 'OK'}
     elseif cmd == 'DEL' then
+      if select('#', ...) ~= 0 then
+        error('SLUICE_BATCH_CACHE a body in a batch may only DEL one key')
+      end
       cached[key] = false
       hold(key, {'DEL'})
       return 1
@@ -82,6 +91,9 @@ local redis = setmetatable({
     send(key)
     cached[key] = nil
     return server.call(cmd, key, ...)
+  end,
+  pcall = function()
+    error('SLUICE_BATCH_CACHE a body in a batch may not use redis.pcall')
   end,
 }, {__index = server})
 

@@ -115,6 +115,10 @@ type Spec struct {
 	Name string
 	// Body is the decision script's body, run after the prelude; it
 	// reads the prelude's locals, honours dry, and ends with a return.
+	// In a batch (batch.lua) a key that repeats is decided through a
+	// cache of GET, SET and DEL: there a body may only SET key value PX
+	// ms and DEL one key, and may not use redis.pcall (other forms fail
+	// loudly); any other command is passed through.
 	Body string
 	// Decide is Body's Go twin.
 	Decide DecideFunc

@@ -1,0 +1,35 @@
+package scriptlimit
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/store/embedded"
+)
+
+// The batch cache serves repeated keys; a body using a form of SET or DEL
+// it cannot serve, or redis.pcall, must fail loudly there (error code 6
+// for its requests), not be answered from memory as if it had run. A key
+// that appears once runs the body on redis itself, where the form works.
+func TestBatchCacheRefusesWhatItCannotServe(t *testing.T) {
+	store, err := embedded.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	for name, body := range map[string]string{
+		"SET NX":      "redis.call('SET', key, '1', 'NX') return {1, 0, 0, 0}",
+		"SET EX":      "redis.call('SET', key, '1', 'EX', '10') return {1, 0, 0, 0}",
+		"DEL two":     "redis.call('DEL', key, key .. 'x') return {1, 0, 0, 0}",
+		"redis.pcall": "redis.pcall('GET', key) return {1, 0, 0, 0}",
+	} {
+		t.Run(name, func(t *testing.T) {
+			script := newBatchScript(&Spec{Name: "probe", Body: body})
+			args := []int64{3, 10, 1_000_000, 10, 1, 10, 1_000_000, 10, 1, 10, 1_000_000, 10, 1}
+			reply, err := store.Run(context.Background(), script, []string{"{p}:rep", "{p}:rep", "{p}:once"}, args)
+			require.NoError(t, err)
+			require.Equal(t, []int64{-1, batchOther, 0, 0, -1, batchOther, 0, 0, 1, 0, 0, 0}, reply,
+				"the repeated key's requests fail, the single key's runs on redis")
+		})
+	}
+}
