@@ -76,6 +76,10 @@ type Limiter struct {
 	// moved every clockTick by the janitor: reading it costs far less than
 	// time.Now on the hot path, and a lease lives at most clockTick longer.
 	nowNanos atomic.Int64
+	// fetchCtx bounds background lease fetches: a context with a deadline
+	// about refundTimeout away, renewed by the janitor every clockTick, so
+	// that a fetch does not pay for a context and timer of its own.
+	fetchCtx atomic.Pointer[context.Context]
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -146,7 +150,9 @@ func New(next Refunder, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
-	l.stopped.Go(l.janitor)
+	first, cancelFirst := context.WithDeadline(context.Background(), time.Now().Add(refundTimeout))
+	l.fetchCtx.Store(&first)
+	l.stopped.Go(func() { l.janitor(cancelFirst) })
 	return l, nil
 }
 
@@ -252,8 +258,7 @@ func (l *Limiter) fetch(key string, limit sluice.Limit, le *lease, done chan str
 	le.mu.Lock()
 	size := le.size
 	le.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), refundTimeout)
-	defer cancel()
+	ctx := *l.fetchCtx.Load()
 	d, err := l.next.AllowN(ctx, key, limit, size)
 	if err != nil {
 		return // the next request takes its lease itself, and sees the error
@@ -327,11 +332,28 @@ func (l *Limiter) refundLater(key string, limit sluice.Limit, n int64) {
 	}()
 }
 
-// janitor moves the coarse clock, and every half hold refunds expired
-// leases and forgets idle ones.
-func (l *Limiter) janitor() {
+// janitor moves the coarse clock and renews the fetch context, and every
+// half hold refunds expired leases and forgets idle ones.
+func (l *Limiter) janitor(cancelFirst context.CancelFunc) {
 	tick := time.NewTicker(clockTick)
 	defer tick.Stop()
+	// The fetch contexts of the last refundTimeout, oldest first: each is
+	// cancelled (its timer released) once a newer one has outlived it.
+	cancels := []context.CancelFunc{cancelFirst}
+	defer func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}()
+	renew := func(now time.Time) {
+		ctx, cancel := context.WithDeadline(context.Background(), now.Add(refundTimeout))
+		l.fetchCtx.Store(&ctx)
+		cancels = append(cancels, cancel)
+		if keep := int(refundTimeout/clockTick) + 2; len(cancels) > keep {
+			cancels[0]()
+			cancels = append(cancels[:0], cancels[1:]...)
+		}
+	}
 	lastSweep := time.Now()
 	for {
 		select {
@@ -339,6 +361,7 @@ func (l *Limiter) janitor() {
 			return
 		case now := <-tick.C:
 			l.nowNanos.Store(now.UnixNano())
+			renew(now)
 			if now.Sub(lastSweep) >= l.hold/2 {
 				l.sweep(false)
 				lastSweep = now
