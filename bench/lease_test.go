@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
 
@@ -39,7 +40,9 @@ func (c *countingStore) Run(ctx context.Context, script *sluice.Script, keys []s
 // and on 10,000 keys. The limit is large enough that every request is
 // allowed. The unleased limiter and B = 100 are also measured behind
 // coalesce (lease over coalesce over the token bucket), whose batches count
-// as one Redis call each. x/time/rate is measured twice: with its limiters found by key in
+// as one Redis call each; B = 100 is also measured with the token bucket on
+// memstore, in process, which shows the lease's own ceiling without any
+// Redis. x/time/rate is measured twice: with its limiters found by key in
 // a sync.Map, as a per-key limiter must find them (and as the lease finds
 // its leases), and, as a floor, indexed directly by number.
 //
@@ -77,7 +80,8 @@ func BenchmarkLease(b *testing.B) {
 		for _, v := range []struct {
 			batch    int64
 			coalesce bool
-		}{{0, false}, {0, true}, {10, false}, {100, false}, {100, true}, {1000, false}} {
+			inMemory bool // the token bucket on memstore: the lease's own ceiling, no Redis
+		}{{0, false, false}, {0, true, false}, {10, false, false}, {100, false, false}, {100, true, false}, {1000, false, false}, {100, false, true}} {
 			name := fmt.Sprintf("keys=%d/no-lease", keys)
 			if v.batch > 0 {
 				name = fmt.Sprintf("keys=%d/lease-B=%d", keys, v.batch)
@@ -85,8 +89,15 @@ func BenchmarkLease(b *testing.B) {
 			if v.coalesce {
 				name += "+coalesce"
 			}
+			if v.inMemory {
+				name += "-on-memstore"
+			}
 			b.Run(name, func(b *testing.B) {
-				store := &countingStore{Store: rueidisstore.New(client)}
+				var backend sluice.Store = rueidisstore.New(client)
+				if v.inMemory {
+					backend = memstore.New()
+				}
+				store := &countingStore{Store: backend}
 				tb, err := tokenbucket.New(store)
 				require.NoError(b, err)
 				var shared lease.Refunder = tb
