@@ -100,15 +100,21 @@ func runBatch(tx sluice.LocalTx, keys []string, args []int64, decide DecideFunc)
 	return reply, nil
 }
 
+// batchCodes pairs each batch error code with the error-reply prefix it
+// stands for (batch.lua's ERROR_CODES), so that both directions of the
+// mapping, and the sentinel errors, come from sluice.ScriptError's one table.
+var batchCodes = []struct {
+	code   int64
+	prefix string
+}{
+	{batchInvalidLimit, "SLUICE_INVALID_LIMIT"}, {batchInvalidCost, "SLUICE_INVALID_COST"},
+	{batchCostExceedsBurst, "SLUICE_COST_EXCEEDS_BURST"}, {batchInvalidKey, "SLUICE_INVALID_KEY"},
+	{batchInvalidState, "SLUICE_INVALID_STATE"}, {batchInvalidState, "WRONGTYPE"},
+}
+
+// batchErrorCode is batch.lua's error_code: the code for an error message.
 func batchErrorCode(msg string) int64 {
-	for _, c := range []struct {
-		prefix string
-		code   int64
-	}{
-		{"SLUICE_INVALID_LIMIT", batchInvalidLimit}, {"SLUICE_INVALID_COST", batchInvalidCost},
-		{"SLUICE_COST_EXCEEDS_BURST", batchCostExceedsBurst}, {"SLUICE_INVALID_KEY", batchInvalidKey},
-		{"SLUICE_INVALID_STATE", batchInvalidState}, {"WRONGTYPE", batchInvalidState},
-	} {
+	for _, c := range batchCodes {
 		if strings.Contains(msg, c.prefix) {
 			return c.code
 		}
@@ -119,22 +125,13 @@ func batchErrorCode(msg string) int64 {
 // batchError turns a batch reply's error code into the error AllowN would
 // have returned for the request.
 func (l *Limiter) batchError(code int64) error {
-	var err error
-	switch code {
-	case batchInvalidLimit:
-		err = sluice.ErrInvalidLimit
-	case batchInvalidCost:
-		err = sluice.ErrInvalidCost
-	case batchCostExceedsBurst:
-		err = sluice.ErrCostExceedsBurst
-	case batchInvalidKey:
-		err = sluice.ErrInvalidKey
-	case batchInvalidState:
-		err = sluice.ErrKeyConflict
-	default:
-		return fmt.Errorf("%s: %w: batch error code %d", l.spec.Name, sluice.ErrUnexpectedReply, code)
+	for _, c := range batchCodes {
+		if c.code == code {
+			err := sluice.ScriptError(errors.New(c.prefix + " the script rejected the request"))
+			return fmt.Errorf("%s: %w", l.spec.Name, err)
+		}
 	}
-	return fmt.Errorf("%s: the script rejected the request: %w", l.spec.Name, err)
+	return fmt.Errorf("%s: %w: batch error code %d", l.spec.Name, sluice.ErrUnexpectedReply, code)
 }
 
 // AllowBatch decides reqs in one script call: each as AllowN would, in

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/store/embedded"
 )
 
@@ -32,4 +33,28 @@ func TestBatchCacheRefusesWhatItCannotServe(t *testing.T) {
 				"the repeated key's requests fail, the single key's runs on redis")
 		})
 	}
+}
+
+// Each batch error code maps to the sentinel AllowN's error would wrap,
+// and back from the script's message; an unknown code is an unexpected
+// reply.
+func TestBatchErrorCodes(t *testing.T) {
+	l := &Limiter{spec: &Spec{Name: "probe"}}
+	for _, c := range []struct {
+		code     int64
+		message  string
+		sentinel error
+	}{
+		{batchInvalidLimit, "SLUICE_INVALID_LIMIT x", sluice.ErrInvalidLimit},
+		{batchInvalidCost, "SLUICE_INVALID_COST x", sluice.ErrInvalidCost},
+		{batchCostExceedsBurst, "SLUICE_COST_EXCEEDS_BURST x", sluice.ErrCostExceedsBurst},
+		{batchInvalidKey, "SLUICE_INVALID_KEY x", sluice.ErrInvalidKey},
+		{batchInvalidState, "SLUICE_INVALID_STATE x", sluice.ErrKeyConflict},
+		{batchInvalidState, "WRONGTYPE Operation against a key holding the wrong kind of value", sluice.ErrKeyConflict},
+		{batchOther, "ERR something else", sluice.ErrUnexpectedReply},
+	} {
+		require.Equal(t, c.code, batchErrorCode(c.message), c.message)
+		require.ErrorIs(t, l.batchError(c.code), c.sentinel, c.message)
+	}
+	require.ErrorIs(t, l.batchError(batchCostExceedsBurst), sluice.ErrInvalidCost, "as AllowN's error does")
 }
