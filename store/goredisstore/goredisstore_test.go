@@ -1,7 +1,6 @@
 package goredisstore_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -72,39 +71,9 @@ func TestClusterCrossSlot(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	server := sluicetest.SharedRedis(t)
-	c := newClient(t, server)
-	s := goredisstore.New(c)
-	l, err := tokenbucket.New(s)
-	require.NoError(t, err)
-	key := sluicetest.UniqueKey(t)
-
-	t.Run("a key holding another type is an error, not a decision", func(t *testing.T) {
-		require.NoError(t, c.HSet(t.Context(), key+":hash"+tokenbucket.KeySuffix, "f", "v").Err())
-		_, err := l.AllowN(t.Context(), key+":hash", sluice.PerSecond(1), 1)
-		require.ErrorIs(t, err, sluice.ErrKeyConflict)
-		require.ErrorContains(t, err, "WRONGTYPE")
-	})
-	t.Run("a key holding foreign data", func(t *testing.T) {
-		require.NoError(t, c.Set(t.Context(), key+":junk"+tokenbucket.KeySuffix, "not a number", 0).Err())
-		_, err := l.AllowN(t.Context(), key+":junk", sluice.PerSecond(1), 1)
-		require.ErrorIs(t, err, sluice.ErrKeyConflict)
-	})
-	t.Run("a cancelled context", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		_, err := l.AllowN(ctx, key, sluice.PerSecond(1), 1)
-		require.ErrorIs(t, err, context.Canceled)
-	})
-	t.Run("a reply of the wrong shape", func(t *testing.T) {
-		bogus := sluice.NewScript("return 'hello'", nil)
-		_, err := s.Run(t.Context(), bogus, []string{key}, nil)
-		require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
-		bogus = sluice.NewScript("return {1, 'x'}", nil)
-		_, err = s.Run(t.Context(), bogus, []string{key}, nil)
-		require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
-	})
+	sluicetest.RunStoreErrors(t, server, goredisstore.New(newClient(t, server)))
 	t.Run("nil client", func(t *testing.T) {
-		_, err := goredisstore.New(nil).Run(t.Context(), tokenbucket.Script(), []string{key}, []int64{1, 1000000, 1, 1})
+		_, err := goredisstore.New(nil).Run(t.Context(), tokenbucket.Script(), []string{"k"}, []int64{1, 1000000, 1, 1})
 		require.Error(t, err)
 	})
 	t.Run("an unreachable server is an error, not a decision", func(t *testing.T) {
@@ -112,7 +81,7 @@ func TestErrors(t *testing.T) {
 		t.Cleanup(func() { _ = dead.Close() })
 		l, err := tokenbucket.New(goredisstore.New(dead))
 		require.NoError(t, err)
-		_, err = l.AllowN(t.Context(), key, sluice.PerSecond(1), 1)
+		_, err = l.AllowN(t.Context(), "k", sluice.PerSecond(1), 1)
 		require.Error(t, err)
 		require.False(t, errors.Is(err, sluice.ErrInvalidLimit))
 	})

@@ -1,7 +1,6 @@
 package rueidisstore_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -63,42 +62,9 @@ func TestClusterCrossSlot(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	server := sluicetest.SharedRedis(t)
-	c := newClient(t, server)
-	s := rueidisstore.New(c)
-	l, err := tokenbucket.New(s)
-	require.NoError(t, err)
-	key := sluicetest.UniqueKey(t)
-
-	t.Run("a key holding another type is an error, not a decision", func(t *testing.T) {
-		require.NoError(t, c.Do(t.Context(), c.B().Hset().Key(key+":hash"+tokenbucket.KeySuffix).FieldValue().FieldValue("f", "v").Build()).Error())
-		_, err := l.AllowN(t.Context(), key+":hash", sluice.PerSecond(1), 1)
-		require.ErrorIs(t, err, sluice.ErrKeyConflict)
-		require.ErrorContains(t, err, "WRONGTYPE")
-	})
-	t.Run("a key holding foreign data", func(t *testing.T) {
-		require.NoError(t, c.Do(t.Context(), c.B().Set().Key(key+":junk"+tokenbucket.KeySuffix).Value("not a number").Build()).Error())
-		_, err := l.AllowN(t.Context(), key+":junk", sluice.PerSecond(1), 1)
-		require.ErrorIs(t, err, sluice.ErrKeyConflict)
-	})
-	t.Run("a cancelled context", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		_, err := l.AllowN(ctx, key, sluice.PerSecond(1), 1)
-		require.ErrorIs(t, err, context.Canceled)
-	})
-	t.Run("a reply of the wrong shape", func(t *testing.T) {
-		_, err := s.Run(t.Context(), sluice.NewScript("return 'hello'", nil), []string{key}, nil)
-		require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
-		_, err = s.Run(t.Context(), sluice.NewScript("return {1, 'x'}", nil), []string{key}, nil)
-		require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
-	})
-	t.Run("a single node takes keys of different slots", func(t *testing.T) {
-		got, err := s.Run(t.Context(), sluice.NewScript("return {#KEYS}", nil), []string{sluice.Key("a"), sluice.Key("b")}, nil)
-		require.NoError(t, err)
-		require.Equal(t, []int64{2}, got)
-	})
+	sluicetest.RunStoreErrors(t, server, rueidisstore.New(newClient(t, server)))
 	t.Run("nil client", func(t *testing.T) {
-		_, err := rueidisstore.New(nil).Run(t.Context(), tokenbucket.Script(), []string{key}, []int64{1, 1000000, 1, 1})
+		_, err := rueidisstore.New(nil).Run(t.Context(), tokenbucket.Script(), []string{"k"}, []int64{1, 1000000, 1, 1})
 		require.Error(t, err)
 	})
 }
