@@ -255,19 +255,8 @@ func (a Algorithm) Validate(limit sluice.Limit, n int64) error {
 	if spec == nil {
 		return fmt.Errorf("%w: unknown algorithm %q (%s)", sluice.ErrInvalidLimit, a, algorithmNames())
 	}
-	if err := limit.Validate(); err != nil {
+	if err := spec.CheckLimit(limit); err != nil {
 		return err
 	}
-	if spec.ValidateLimit != nil {
-		if err := spec.ValidateLimit(limit); err != nil {
-			return err
-		}
-	}
-	switch capacity := spec.Capacity(limit); {
-	case n < 0:
-		return sluice.NewCostError(n, limit, "cost must not be negative", false)
-	case n > capacity:
-		return sluice.NewCostError(n, limit, fmt.Sprintf("cost exceeds the %d that %s can ever allow under this limit", capacity, spec.Name), true)
-	}
-	return nil
+	return spec.CheckCost(limit, n)
 }

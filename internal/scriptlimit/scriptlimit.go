@@ -212,13 +212,37 @@ func New(spec *Spec, store sluice.Store, opts []Option) (*Limiter, error) {
 
 // ValidateLimit applies Limit.Validate and the algorithm's own check.
 func (l *Limiter) ValidateLimit(limit sluice.Limit) error {
-	if err := limit.Validate(); err != nil {
+	if err := l.spec.CheckLimit(limit); err != nil {
 		return fmt.Errorf("%s: %w", l.spec.Name, err)
 	}
-	if l.spec.ValidateLimit != nil {
-		if err := l.spec.ValidateLimit(limit); err != nil {
-			return fmt.Errorf("%s: %w", l.spec.Name, err)
-		}
+	return nil
+}
+
+// CheckLimit reports whether the algorithm can enforce limit: it must pass
+// [sluice.Limit.Validate] and the spec's own ValidateLimit. Every caller of
+// an algorithm's scripts (its Limiter, multilimit) checks limits here.
+func (s *Spec) CheckLimit(limit sluice.Limit) error {
+	if err := limit.Validate(); err != nil {
+		return err
+	}
+	if s.ValidateLimit != nil {
+		return s.ValidateLimit(limit)
+	}
+	return nil
+}
+
+// CheckCost reports whether a request of cost n can ever be decided under
+// limit: 0 <= n <= the algorithm's capacity.
+func (s *Spec) CheckCost(limit sluice.Limit, n int64) error {
+	capacity := s.Capacity(limit)
+	switch {
+	case n < 0:
+		return sluice.NewCostError(n, limit, "cost must not be negative", false)
+	case n > capacity && capacity == limit.Burst:
+		return sluice.NewCostError(n, limit, "cost exceeds burst, so it can never be allowed", true)
+	case n > capacity:
+		return sluice.NewCostError(n, limit,
+			fmt.Sprintf("cost exceeds the %d a window allows (the limit's rate), so it can never be allowed", capacity), true)
 	}
 	return nil
 }
@@ -273,15 +297,8 @@ func (l *Limiter) check(key string, limit sluice.Limit) error {
 
 // validateCost checks 0 <= n <= the algorithm's capacity.
 func (l *Limiter) validateCost(limit sluice.Limit, n int64) error {
-	capacity := l.spec.Capacity(limit)
-	switch {
-	case n < 0:
-		return fmt.Errorf("%s: %w", l.spec.Name, sluice.NewCostError(n, limit, "cost must not be negative", false))
-	case n > capacity && capacity == limit.Burst:
-		return fmt.Errorf("%s: %w", l.spec.Name, sluice.NewCostError(n, limit, "cost exceeds burst, so it can never be allowed", true))
-	case n > capacity:
-		return fmt.Errorf("%s: %w", l.spec.Name, sluice.NewCostError(n, limit,
-			fmt.Sprintf("cost exceeds the %d a window allows (the limit's rate), so it can never be allowed", capacity), true))
+	if err := l.spec.CheckCost(limit, n); err != nil {
+		return fmt.Errorf("%s: %w", l.spec.Name, err)
 	}
 	return nil
 }
