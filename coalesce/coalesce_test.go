@@ -199,16 +199,23 @@ func (g *gate) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.
 	return g.Next.AllowBatch(ctx, reqs)
 }
 
-// queueBehind starts one call that holds the only slot, then n more that
-// queue behind it, and waits until they are queued.
-func queueBehind(t *testing.T, l *coalesce.Limiter, g *gate, reqs []sluice.Request) (first chan error, results []chan result) {
-	t.Helper()
-	first = make(chan error, 1)
+// holdTheSlot starts a call that holds l's only slot until g opens, and
+// returns once it is in g; the channel gets that call's error.
+func holdTheSlot(l *coalesce.Limiter, g *gate) chan error {
+	first := make(chan error, 1)
 	go func() {
 		_, err := l.AllowN(context.Background(), "first", sluice.PerSecond(10), 1)
 		first <- err
 	}()
 	<-g.entered
+	return first
+}
+
+// queueBehind starts one call that holds the only slot, then n more that
+// queue behind it, and waits until they are queued.
+func queueBehind(t *testing.T, l *coalesce.Limiter, g *gate, reqs []sluice.Request) (first chan error, results []chan result) {
+	t.Helper()
+	first = holdTheSlot(l, g)
 	for _, r := range reqs {
 		ch := make(chan result, 1)
 		results = append(results, ch)
@@ -314,12 +321,7 @@ func TestACallerThatGivesUpLeavesTheQueue(t *testing.T) {
 	g := newGate(t)
 	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1))
 	require.NoError(t, err)
-	first := make(chan error, 1)
-	go func() {
-		_, err := l.AllowN(context.Background(), "first", sluice.PerSecond(10), 1)
-		first <- err
-	}()
-	<-g.entered
+	first := holdTheSlot(l, g)
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
 	go func() {
@@ -401,12 +403,7 @@ func TestAPanicInTheWrappedLimiterAnswersEveryone(t *testing.T) {
 	g.panics = true
 	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1))
 	require.NoError(t, err)
-	first := make(chan error, 1)
-	go func() {
-		_, err := l.AllowN(context.Background(), "first", sluice.PerSecond(10), 1)
-		first <- err
-	}()
-	<-g.entered
+	first := holdTheSlot(l, g)
 	lim := sluice.PerSecond(5)
 	results := make(chan error, 3)
 	panicked := make(chan any, 3)
