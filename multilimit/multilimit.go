@@ -89,7 +89,7 @@ func buildSource() string {
 	if end < at {
 		panic("multilimit: multilimit.lua's ALGORITHMS comment has no end")
 	}
-	return source[:at] + b.String() + source[end+2:]
+	return scriptlimit.Lib() + source[:at] + b.String() + source[end+2:]
 }
 
 // Script returns the multi-limit script paired with its Go model.

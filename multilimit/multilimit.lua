@@ -25,17 +25,6 @@
 -- the request was denied: remaining is then what is left, unconsumed).
 -- Keep in step with model.go.
 
-local MAX_NOW_US = 4102444800000000
-local MAX_FILL_US = 316224000000000
-
-local function int_arg(i, lo, hi)
-  local v = tonumber(ARGV[i])
-  if v == nil or v ~= v or v < lo or v > hi or v ~= math.floor(v) then
-    return nil
-  end
-  return v
-end
-
 -- ALGORITHMS: local function body_<name>(key, rate, period_us, burst, cost, now, dry) ... end,
 -- one per algorithm, and local bodies = {body_<name>, ...}
 
@@ -74,16 +63,16 @@ for i = 1, m do
   limits[i] = {body = body, rate = rate, period_us = period_us, burst = burst}
 end
 
-local now
 local now_arg = 3 + 4 * m
+local now
 if ARGV[now_arg] == nil or ARGV[now_arg] == '' then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 else
   now = int_arg(now_arg, 0, MAX_NOW_US)
-  if now == nil then
-    return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
-  end
+end
+if now == nil then
+  return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
 end
 
 local function run(i, dry)

@@ -20,7 +20,7 @@ const MaxBatch = sluice.MaxBatch
 // in place of its BODY_DIRECT and BODY_CACHED lines) paired with its Go
 // twin.
 func newBatchScript(spec *Spec) *sluice.Script {
-	source := batchSource
+	source := lib + batchSource
 	for _, name := range []string{"body_direct", "body_cached"} {
 		source = replaceMarker(source, "-- "+strings.ToUpper(name)+":",
 			"local function "+name+"(key, rate, period_us, burst, cost, now, dry)\n"+spec.Body+"\nend\n")

@@ -14,17 +14,6 @@
 -- 5 SLUICE_INVALID_STATE or WRONGTYPE, 6 anything else. Keep in step
 -- with batch.go.
 
-local MAX_NOW_US = 4102444800000000
-local MAX_FILL_US = 316224000000000
-
-local function int_arg(i, lo, hi)
-  local v = tonumber(ARGV[i])
-  if v == nil or v ~= v or v < lo or v > hi or v ~= math.floor(v) then
-    return nil
-  end
-  return v
-end
-
 -- A key that appears once in the batch is decided by body_direct, on redis
 -- itself. A key that appears more than once is decided by body_cached,
 -- the same body whose GET, SET and DEL go through the shadow of redis
@@ -120,16 +109,16 @@ end
 if #ARGV ~= 1 + 4 * m and #ARGV ~= 2 + 4 * m then
   return redis.error_reply('SLUICE_INVALID_LIMIT 4 arguments per request expected')
 end
-local now
 local now_arg = 2 + 4 * m
+local now
 if ARGV[now_arg] == nil or ARGV[now_arg] == '' then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 else
   now = int_arg(now_arg, 0, MAX_NOW_US)
-  if now == nil then
-    return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
-  end
+end
+if now == nil then
+  return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
 end
 
 local repeated = {}

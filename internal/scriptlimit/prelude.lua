@@ -16,17 +16,6 @@
 -- significant digits); use string.format('%d', x). Keep in step with
 -- scriptlimit.go (ParseArgs).
 
-local MAX_NOW_US = 4102444800000000
-local MAX_FILL_US = 316224000000000
-
-local function int_arg(i, lo, hi)
-  local v = tonumber(ARGV[i])
-  if v == nil or v ~= v or v < lo or v > hi or v ~= math.floor(v) then
-    return nil
-  end
-  return v
-end
-
 local key = KEYS[1]
 if #KEYS ~= 1 or key == '' then
   return redis.error_reply('SLUICE_INVALID_KEY one non-empty key expected')
@@ -50,9 +39,9 @@ if ARGV[5] == nil or ARGV[5] == '' then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 else
   now = int_arg(5, 0, MAX_NOW_US)
-  if now == nil then
-    return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
-  end
+end
+if now == nil then
+  return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
 end
 
 -- dry: when true, the body decides a cost > 0 without consuming (no write,

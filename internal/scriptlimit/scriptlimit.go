@@ -23,6 +23,13 @@ import (
 //go:embed prelude.lua
 var prelude string
 
+//go:embed lib.lua
+var lib string
+
+// Lib returns the Lua helpers every Sluice script starts with (int_arg,
+// read_now and the bounds they check), for scripts assembled elsewhere.
+func Lib() string { return lib }
+
 // DecideFunc is the Go twin of an algorithm's script body: given the
 // prelude's parsed arguments it validates what the body validates,
 // decides, and writes unless dry (see the prelude's dry), returning the
@@ -32,7 +39,7 @@ type DecideFunc func(tx sluice.LocalTx, a Args, dry bool) ([]int64, error)
 // NewScript returns the decision script made of the shared prelude and
 // body, paired with its Go twin: ParseArgs, then decide (never dry).
 func NewScript(body string, decide DecideFunc) *sluice.Script {
-	return sluice.NewScript(prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	return sluice.NewScript(lib+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		a, err := ParseArgs(tx, keys, args)
 		if err != nil {
 			return nil, err
@@ -164,8 +171,9 @@ func Register(spec *Spec) *Spec {
 // them may look them up from its own initialisation on.
 func Registered(name string) *Spec { return registry[name] }
 
-// Prelude returns the shared prelude, for scripts that combine bodies.
-func Prelude() string { return prelude }
+// Prelude returns the shared prelude, with the helpers it uses (Lib)
+// before it: a script of its own once a body and its return follow.
+func Prelude() string { return lib + prelude }
 
 // Option configures a [Limiter]. Algorithm packages re-export it.
 type Option interface{ apply(*Limiter) error }
