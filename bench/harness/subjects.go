@@ -50,6 +50,15 @@ type Subject struct {
 	New      func(c Clients, limit sluice.Limit) (decide Decide, close func(), err error)
 }
 
+// store is a Sluice store on rueidis where available, or on go-redis
+// (always, with goRedis).
+func (c Clients) store(goRedis bool) sluice.Store {
+	if c.Rueidis != nil && !goRedis {
+		return rueidisstore.New(c.Rueidis)
+	}
+	return goredisstore.New(c.GoRedis)
+}
+
 func sluiceSubject(name string, build func(sluice.Store) (sluice.Limiter, error)) Subject {
 	return sluiceSubjectVia(name, false, build)
 }
@@ -58,10 +67,7 @@ func sluiceSubject(name string, build func(sluice.Store) (sluice.Limiter, error)
 // with goRedis, always on go-redis.
 func sluiceSubjectVia(name string, goRedis bool, build func(sluice.Store) (sluice.Limiter, error)) Subject {
 	return Subject{Name: "sluice/" + name, Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
-		var store sluice.Store = goredisstore.New(c.GoRedis)
-		if c.Rueidis != nil && !goRedis {
-			store = rueidisstore.New(c.Rueidis)
-		}
+		store := c.store(goRedis)
 		l, err := build(store)
 		if err != nil {
 			return nil, nil, err
@@ -99,10 +105,7 @@ func Subjects() []Subject {
 		sluiceSubject("slidinglog", func(s sluice.Store) (sluice.Limiter, error) { return slidinglog.New(s) }),
 		sluiceSubject("fixedwindow", func(s sluice.Store) (sluice.Limiter, error) { return fixedwindow.New(s) }),
 		{Name: "sluice/tokenbucket+lease(B=100)", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
-			var store sluice.Store = goredisstore.New(c.GoRedis)
-			if c.Rueidis != nil {
-				store = rueidisstore.New(c.Rueidis)
-			}
+			store := c.store(false)
 			tb, err := tokenbucket.New(store)
 			if err != nil {
 				return nil, nil, err
@@ -114,10 +117,7 @@ func Subjects() []Subject {
 			return decideWith(l, limit), func() { _ = l.Close() }, nil
 		}},
 		{Name: "sluice/tokenbucket+fallback+sluiceotel", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
-			var store sluice.Store = goredisstore.New(c.GoRedis)
-			if c.Rueidis != nil {
-				store = rueidisstore.New(c.Rueidis)
-			}
+			store := c.store(false)
 			tb, err := tokenbucket.New(store)
 			if err != nil {
 				return nil, nil, err
