@@ -54,12 +54,12 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/batching"
 )
 
 // Next is the limiter coalesce wraps: one that decides single requests and
@@ -125,13 +125,13 @@ type Limiter struct {
 	next        Next
 	maxInFlight int
 	maxBatch    int
-	byTag       atomic.Bool
+	sender      *batching.Sender // sends batches, and knows whether to group them by hash tag
 
 	mu       sync.Mutex
 	inFlight int       // calls to next in flight, at most maxInFlight
 	queue    []*waiter // arrival order; non-empty only when inFlight == maxInFlight
 
-	calls, batches, batched atomic.Int64
+	calls atomic.Int64
 }
 
 // New returns a Limiter that coalesces calls to next.
@@ -148,9 +148,7 @@ func New(next Next, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
-	l := &Limiter{next: next, maxInFlight: c.maxInFlight, maxBatch: c.maxBatch}
-	l.byTag.Store(c.byTag)
-	return l, nil
+	return &Limiter{next: next, maxInFlight: c.maxInFlight, maxBatch: c.maxBatch, sender: batching.NewSender(next, c.byTag)}, nil
 }
 
 // waiter is one queued call.
@@ -189,7 +187,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 		return l.direct(ctx, key, limit, n)
 	}
 	w := waiterPool.Get().(*waiter)
-	w.ctx, w.req, w.tag = ctx, sluice.Request{Key: key, Limit: limit, N: n}, hashTag(key)
+	w.ctx, w.req, w.tag = ctx, sluice.Request{Key: key, Limit: limit, N: n}, batching.HashTag(key)
 	l.queue = append(l.queue, w)
 	l.mu.Unlock()
 
@@ -294,7 +292,8 @@ type Stats struct {
 
 // Stats returns the counts so far.
 func (l *Limiter) Stats() Stats {
-	return Stats{Calls: l.calls.Load(), Batches: l.batches.Load(), Batched: l.batched.Load(), ByHashTag: l.byTag.Load()}
+	batches, batched := l.sender.Counts()
+	return Stats{Calls: l.calls.Load(), Batches: batches, Batched: batched, ByHashTag: l.sender.ByTag()}
 }
 
 // Queued returns how many calls wait for a batch now.
@@ -322,7 +321,7 @@ func (l *Limiter) release() {
 // to maxBatch, the waiters that may share its batch. The caller holds mu.
 func (l *Limiter) take() []*waiter {
 	first := l.queue[0]
-	if !l.byTag.Load() {
+	if !l.sender.ByTag() {
 		n := min(len(l.queue), l.maxBatch)
 		batch := make([]*waiter, n)
 		copy(batch, l.queue)
@@ -392,63 +391,15 @@ func (l *Limiter) decide(batch []*waiter) {
 
 // decideGroup sets the result of every waiter of group.
 func (l *Limiter) decideGroup(ctx context.Context, group []*waiter) {
-	if len(group) == 1 {
-		w := group[0]
-		w.res.Decision, w.res.Err = l.next.AllowN(ctx, w.req.Key, w.req.Limit, w.req.N)
-		return
-	}
 	reqs := make([]sluice.Request, len(group))
 	for i, w := range group {
 		reqs[i] = w.req
 	}
-	results, err := l.next.AllowBatch(ctx, reqs)
-	if err == nil && len(results) != len(group) {
-		err = fmt.Errorf("coalesce: %w: %d results for %d requests", sluice.ErrUnexpectedReply, len(results), len(group))
+	results := make([]sluice.Result, len(group))
+	l.sender.Decide(ctx, reqs, results)
+	for i, w := range group {
+		w.res = results[i]
 	}
-	var reqErr *sluice.RequestError
-	switch {
-	case err == nil:
-		l.count(len(group))
-		for i, w := range group {
-			w.res = results[i]
-		}
-	case errors.As(err, &reqErr) && reqErr.Index >= 0 && reqErr.Index < len(group):
-		// Refused before sending: that request alone is invalid.
-		group[reqErr.Index].res.Err = reqErr.Err
-		l.decideGroup(ctx, append(group[:reqErr.Index:reqErr.Index], group[reqErr.Index+1:]...))
-	case errors.Is(err, sluice.ErrCrossSlot) && len(byTag(group)) > 1:
-		// Refused before running: a Cluster. Group by tag from now on.
-		l.byTag.Store(true)
-		for _, g := range byTag(group) {
-			l.decideGroup(ctx, g)
-		}
-	default:
-		l.count(len(group))
-		for _, w := range group {
-			w.res.Err = err
-		}
-	}
-}
-
-// count counts a batch sent (not one refused before running).
-func (l *Limiter) count(requests int) {
-	l.batches.Add(1)
-	l.batched.Add(int64(requests))
-}
-
-// byTag splits waiters into groups that may share a batch, keeping order.
-func byTag(ws []*waiter) [][]*waiter {
-	var groups [][]*waiter
-	index := map[string]int{}
-	for _, w := range ws {
-		if i, ok := index[w.tag]; ok && w.tag != "" {
-			groups[i] = append(groups[i], w)
-			continue
-		}
-		index[w.tag] = len(groups)
-		groups = append(groups, []*waiter{w})
-	}
-	return groups
 }
 
 // batchContext is the context a batch runs under: the first waiter's
@@ -467,15 +418,4 @@ func batchContext(batch []*waiter) (context.Context, context.CancelFunc) {
 		}
 	}
 	return context.WithDeadline(ctx, latest)
-}
-
-// hashTag returns key's Redis hash tag, as sluice.HashSlot reads it, or ""
-// when the whole key is hashed.
-func hashTag(key string) string {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			return key[i+1 : i+1+j]
-		}
-	}
-	return ""
 }

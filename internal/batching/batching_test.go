@@ -1,0 +1,155 @@
+package batching_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/batching"
+)
+
+var errBad = errors.New("bad request")
+
+// fake decides every request allowed with Remaining = N. Keys starting
+// with "bad" are refused as a RequestError; as a Cluster it refuses
+// batches whose keys' tags differ; failWith fails every batch.
+type fake struct {
+	cluster  bool
+	failWith error
+	short    bool // answer one result too few
+	batches  [][]string
+	singles  []string
+}
+
+func (f *fake) AllowN(_ context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	f.singles = append(f.singles, key)
+	return sluice.Decision{Allowed: true, Limit: limit, Remaining: n}, nil
+}
+
+func (f *fake) AllowBatch(_ context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	var keys []string
+	for i, r := range reqs {
+		if strings.HasPrefix(r.Key, "bad") {
+			return nil, &sluice.RequestError{Index: i, Err: errBad}
+		}
+		keys = append(keys, r.Key)
+	}
+	if f.cluster {
+		for _, k := range keys {
+			if batching.HashTag(k) != batching.HashTag(keys[0]) || batching.HashTag(k) == "" {
+				return nil, sluice.ErrCrossSlot
+			}
+		}
+	}
+	f.batches = append(f.batches, keys)
+	if f.failWith != nil {
+		return nil, f.failWith
+	}
+	out := make([]sluice.Result, len(reqs))
+	for i, r := range reqs {
+		out[i].Decision = sluice.Decision{Allowed: true, Limit: r.Limit, Remaining: r.N}
+	}
+	if f.short {
+		out = out[1:]
+	}
+	return out, nil
+}
+
+func requests(keys ...string) []sluice.Request {
+	reqs := make([]sluice.Request, len(keys))
+	for i, k := range keys {
+		reqs[i] = sluice.Request{Key: k, Limit: sluice.PerSecond(100), N: int64(i + 1)}
+	}
+	return reqs
+}
+
+// decide runs one Decide and returns its results.
+func decide(s *batching.Sender, reqs []sluice.Request) []sluice.Result {
+	results := make([]sluice.Result, len(reqs))
+	s.Decide(context.Background(), reqs, results)
+	return results
+}
+
+// requireDecided checks that results[i] is request i's own decision.
+func requireDecided(t *testing.T, reqs []sluice.Request, results []sluice.Result, except ...int) {
+	t.Helper()
+	for i, r := range results {
+		if slices.Contains(except, i) {
+			continue
+		}
+		require.NoError(t, r.Err, "request %d", i)
+		require.Equal(t, reqs[i].N, r.Decision.Remaining, "request %d has its own answer", i)
+	}
+}
+
+func TestOneBatch(t *testing.T) {
+	f := &fake{}
+	s := batching.NewSender(f, false)
+	reqs := requests("a", "b", "c")
+	requireDecided(t, reqs, decide(s, reqs))
+	require.Equal(t, [][]string{{"a", "b", "c"}}, f.batches)
+	batches, requests := s.Counts()
+	require.Equal(t, [2]int64{1, 3}, [2]int64{batches, requests})
+}
+
+func TestARequestAloneGoesByAllowN(t *testing.T) {
+	f := &fake{}
+	reqs := requests("a")
+	requireDecided(t, reqs, decide(batching.NewSender(f, false), reqs))
+	require.Equal(t, []string{"a"}, f.singles)
+	require.Empty(t, f.batches)
+}
+
+func TestAnInvalidRequestFailsAlone(t *testing.T) {
+	f := &fake{}
+	reqs := requests("a", "bad", "c", "bad2", "e")
+	results := decide(batching.NewSender(f, false), reqs)
+	require.ErrorIs(t, results[1].Err, errBad)
+	require.ErrorIs(t, results[3].Err, errBad)
+	requireDecided(t, reqs, results, 1, 3)
+	require.Equal(t, [][]string{{"a", "c", "e"}}, f.batches, "the rest go together, in order")
+}
+
+func TestACrossSlotBatchIsSplitByTag(t *testing.T) {
+	f := &fake{cluster: true}
+	s := batching.NewSender(f, false)
+	reqs := requests("{x}1", "{y}1", "{x}2", "untagged", "{y}2")
+	requireDecided(t, reqs, decide(s, reqs))
+	require.Equal(t, [][]string{{"{x}1", "{x}2"}, {"{y}1", "{y}2"}}, f.batches)
+	require.Equal(t, []string{"untagged"}, f.singles, "a key without a tag goes alone")
+	require.True(t, s.ByTag(), "and batches are grouped by tag from now on")
+
+	f.batches = nil
+	reqs = requests("{z}1", "{w}1", "{z}2")
+	requireDecided(t, reqs, decide(s, reqs))
+	require.Equal(t, [][]string{{"{z}1", "{z}2"}}, f.batches, "no batch is refused any more")
+	batches, requests := s.Counts()
+	require.Equal(t, [2]int64{3, 6}, [2]int64{batches, requests}, "refused batches are not counted")
+}
+
+func TestAFailedBatchFailsEveryRequest(t *testing.T) {
+	boom := errors.New("connection reset")
+	reqs := requests("a", "b", "c")
+	for _, r := range decide(batching.NewSender(&fake{failWith: boom}, false), reqs) {
+		require.ErrorIs(t, r.Err, boom)
+	}
+	for _, r := range decide(batching.NewSender(&fake{short: true}, false), reqs) {
+		require.ErrorIs(t, r.Err, sluice.ErrUnexpectedReply)
+	}
+}
+
+func TestHashTag(t *testing.T) {
+	for key, tag := range map[string]string{
+		"{t}:tb": "t", "a{b}c{d}": "b", "{}x": "", "x{": "", "x}{y}": "y", "plain": "", "{{a}}": "{a",
+	} {
+		require.Equal(t, tag, batching.HashTag(key), key)
+		if tag != "" {
+			require.Equal(t, sluice.HashSlot(key), sluice.HashSlot("{"+tag+"}"), "the slot is the tag's: %s", key)
+		}
+	}
+}
