@@ -39,30 +39,6 @@ func (s slow) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.R
 	return s.Next.AllowBatch(ctx, reqs)
 }
 
-// tiers are the stores the behaviour is checked on, with whether each is a
-// Redis Cluster.
-func tiers(t *testing.T) []struct {
-	tier    func(t *testing.T) sluicetest.Tier
-	cluster bool
-} {
-	type tier = struct {
-		tier    func(t *testing.T) sluicetest.Tier
-		cluster bool
-	}
-	return []tier{
-		{tier: sluicetest.MemTier},
-		{tier: sluicetest.MiniredisTier},
-		{tier: func(t *testing.T) sluicetest.Tier { return sluicetest.GoRedisTier(t, sluicetest.SharedRedis(t)) }},
-		{tier: func(t *testing.T) sluicetest.Tier { return sluicetest.RueidisTier(t, sluicetest.SharedRedis(t)) }},
-		{tier: func(t *testing.T) sluicetest.Tier {
-			return sluicetest.GoRedisClusterTier(t, sluicetest.SharedCluster(t))
-		}, cluster: true},
-		{tier: func(t *testing.T) sluicetest.Tier {
-			return sluicetest.RueidisClusterTier(t, sluicetest.SharedCluster(t))
-		}, cluster: true},
-	}
-}
-
 // TestConcurrentCallsDecideAsOneByOne hammers a few keys whose limits
 // cannot refill during the test, from many goroutines, through batches:
 // each key admits exactly its burst, and the allowed calls' Remaining are
@@ -85,8 +61,8 @@ func TestConcurrentCallsDecideAsOneByOne(t *testing.T) {
 		{"gcra", func(s sluice.Store) (coalesce.Next, error) { return gcra.New(s) }, true},
 		{"slidinglog", func(s sluice.Store) (coalesce.Next, error) { return slidinglog.New(s) }, true},
 	}
-	for _, tc := range tiers(t) {
-		tier := tc.tier(t)
+	for _, tc := range sluicetest.AllTiers() {
+		tier := tc.Make(t)
 		for _, alg := range algorithms {
 			t.Run(tier.Name+"/"+alg.name, func(t *testing.T) {
 				next, err := alg.new(tier.Store)
@@ -132,7 +108,7 @@ func TestConcurrentCallsDecideAsOneByOne(t *testing.T) {
 				require.EqualValues(t, goroutines*calls, st.Calls)
 				require.Positive(t, st.Batches, "batches formed")
 				require.Greater(t, st.Batched, 2*st.Batches, "batches carry more than two requests on average")
-				require.Equal(t, tc.cluster, st.ByHashTag, "grouping by tag only on a Cluster")
+				require.Equal(t, tc.Cluster, st.ByHashTag, "grouping by tag only on a Cluster")
 				t.Logf("%d calls, %d batches carrying %d", st.Calls, st.Batches, st.Batched)
 			})
 		}

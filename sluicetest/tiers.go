@@ -146,26 +146,32 @@ func goRedisInspect(c redis.Cmdable) Tier {
 	}
 }
 
-// RunAllTiers runs the conformance suite on every tier: the in-process
-// model, miniredis, a real redis-server (the package's shared one) and a
-// real 3-primary Redis Cluster, each through go-redis and rueidis.
+// TierMaker makes one tier for a test: the in-process model, miniredis,
+// or a real server or Cluster through one client.
+type TierMaker struct {
+	Name    string
+	Cluster bool // a Redis Cluster: one script's keys must share a slot
+	Make    func(t *testing.T) Tier
+}
+
+// AllTiers lists every tier: the in-process model, miniredis, a real
+// redis-server (the package's shared one) and a real 3-primary Redis
+// Cluster (the shared one), each through go-redis and rueidis. The real
+// servers start when a test first makes their tier.
+func AllTiers() []TierMaker {
+	return []TierMaker{
+		{Name: "memstore", Make: MemTier},
+		{Name: "miniredis", Make: MiniredisTier},
+		{Name: "redis/go-redis", Make: func(t *testing.T) Tier { return GoRedisTier(t, SharedRedis(t)) }},
+		{Name: "redis/rueidis", Make: func(t *testing.T) Tier { return RueidisTier(t, SharedRedis(t)) }},
+		{Name: "cluster/go-redis", Cluster: true, Make: func(t *testing.T) Tier { return GoRedisClusterTier(t, SharedCluster(t)) }},
+		{Name: "cluster/rueidis", Cluster: true, Make: func(t *testing.T) Tier { return RueidisClusterTier(t, SharedCluster(t)) }},
+	}
+}
+
+// RunAllTiers runs the conformance suite on every tier of [AllTiers].
 func RunAllTiers(t *testing.T) {
-	t.Run("memstore", func(t *testing.T) { RunConformance(t, MemTier) })
-	t.Run("miniredis", func(t *testing.T) { RunConformance(t, MiniredisTier) })
-	t.Run("redis/go-redis", func(t *testing.T) {
-		server := SharedRedis(t)
-		RunConformance(t, func(t *testing.T) Tier { return GoRedisTier(t, server) })
-	})
-	t.Run("redis/rueidis", func(t *testing.T) {
-		server := SharedRedis(t)
-		RunConformance(t, func(t *testing.T) Tier { return RueidisTier(t, server) })
-	})
-	t.Run("cluster/go-redis", func(t *testing.T) {
-		cluster := SharedCluster(t)
-		RunConformance(t, func(t *testing.T) Tier { return GoRedisClusterTier(t, cluster) })
-	})
-	t.Run("cluster/rueidis", func(t *testing.T) {
-		cluster := SharedCluster(t)
-		RunConformance(t, func(t *testing.T) Tier { return RueidisClusterTier(t, cluster) })
-	})
+	for _, tier := range AllTiers() {
+		t.Run(tier.Name, func(t *testing.T) { RunConformance(t, tier.Make) })
+	}
 }
