@@ -5,11 +5,19 @@
 //
 // For each key (and limit) a process holds at most one lease: a number of
 // tokens taken from the wrapped limiter with one AllowN(key, limit, size)
-// and spent by the process's goroutines. When a lease runs low (below half
-// its size) the next one is taken in the background, ahead of need, so
-// that decisions do not queue behind a round trip. A lease expires after
-// its hold time ([WithHold]); what it did not use is refunded to the
-// shared limiter, as on [Limiter.Close].
+// and spent by the process's goroutines. Calls that find it empty while it
+// is being taken wait for it rather than take their own; only a key so busy
+// that one lease per round trip is not enough has several on their way.
+// When a lease runs low (below half its size) the next one is taken in the
+// background, ahead of need, so that decisions do not queue behind a round
+// trip. A lease expires after its hold time ([WithHold]); what it did not
+// use is refunded to the shared limiter, as on [Limiter.Close].
+//
+// When the wrapped limiter takes batches ([sluice.BatchLimiter], as every
+// Sluice algorithm does), the background refills of all keys leave
+// together: one script call for up to [sluice.MaxBatch] refills, at most
+// two calls in flight, and no timer (a refill goes at once when a call is
+// free). On a Redis Cluster they are grouped by hash tag, as in coalesce.
 //
 // The lease size adapts. It starts at the batch size B ([WithBatch]) and is
 // never more than a quarter of what the shared limiter reported left after
@@ -41,6 +49,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/batching"
 )
 
 // Refunder is the shared limiter lease needs: one that can give unused
@@ -81,9 +90,23 @@ type Limiter struct {
 	// that a fetch does not pay for a context and timer of its own.
 	fetchCtx atomic.Pointer[context.Context]
 
+	// sender sends refills in batches; nil when next cannot take batches,
+	// and then each refill goes alone.
+	sender *batching.Sender
+
+	refillMu  sync.Mutex
+	refills   []*lease       // leases waiting for their next lease, oldest first
+	refillers int            // goroutines sending refills, at most maxRefillers
+	stopping  bool           // Close has begun: no refill starts
+	refilling sync.WaitGroup // refills in flight, which Close waits for
+
 	stop    chan struct{}
 	stopped sync.WaitGroup
 }
+
+// maxRefillers is how many refill batches may be in flight at once: one
+// to send while the next forms.
+const maxRefillers = 2
 
 var _ sluice.Limiter = (*Limiter)(nil)
 
@@ -141,6 +164,9 @@ func New(next Refunder, opts ...Option) (*Limiter, error) {
 		return nil, errors.New("lease: next must not be nil")
 	}
 	l := &Limiter{next: next, batch: DefaultBatch, hold: DefaultHold, stop: make(chan struct{})}
+	if b, ok := next.(batching.Next); ok {
+		l.sender = batching.NewSender(b, false)
+	}
 	l.nowNanos.Store(time.Now().UnixNano())
 	for _, o := range opts {
 		if o == nil {
@@ -163,9 +189,6 @@ var ErrClosed = errors.New("lease: limiter closed")
 // holds enough, else by taking a new lease or asking the shared limiter.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
 	if err := sluice.ValidateKey(key); err != nil {
-		return sluice.Decision{}, fmt.Errorf("lease: %w", err)
-	}
-	if err := limit.Validate(); err != nil {
 		return sluice.Decision{}, fmt.Errorf("lease: %w", err)
 	}
 	if n <= 0 || n > l.batch {
@@ -192,16 +215,25 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 			le.tokens -= n
 			d := sluice.Decision{Allowed: true, Limit: limit, Remaining: le.tokens}
 			if le.tokens < le.size/2 && le.fetching == nil {
-				done := make(chan struct{})
-				le.fetching = done
-				go l.fetch(key, limit, le, done)
+				le.fetching = make(chan struct{})
+				if !l.refillLater(le) {
+					le.fetching = nil
+				}
 			}
 			le.mu.Unlock()
 			return d, nil
 		}
 		fetching := le.fetching
+		if fetching == nil {
+			// Nothing is on its way: this call takes the lease, and the
+			// calls that meet the lease empty meanwhile wait for it.
+			owned := make(chan struct{})
+			le.fetching = owned
+			le.mu.Unlock()
+			return l.takeLease(ctx, key, limit, le, n, owned)
+		}
 		le.mu.Unlock()
-		if fetching == nil || attempt > 0 {
+		if attempt > 0 {
 			break
 		}
 		// A lease is on its way: wait for it once.
@@ -211,12 +243,23 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 			return sluice.Decision{}, ctx.Err()
 		}
 	}
-	return l.takeLease(ctx, key, limit, le, n)
+	// Waiting once was not enough (the key is that busy): take a lease of
+	// this call's own, added to the same tokens.
+	return l.takeLease(ctx, key, limit, le, n, nil)
 }
 
 // takeLease takes a lease with n spent from it at once, or, if the shared
-// limiter denies the lease, decides n alone.
-func (l *Limiter) takeLease(ctx context.Context, key string, limit sluice.Limit, le *lease, n int64) (sluice.Decision, error) {
+// limiter denies the lease, decides n alone. When owned is not nil, it is
+// le.fetching, set by the caller: the fetch ends with the call.
+func (l *Limiter) takeLease(ctx context.Context, key string, limit sluice.Limit, le *lease, n int64, owned chan struct{}) (sluice.Decision, error) {
+	if owned != nil {
+		defer func() {
+			le.mu.Lock()
+			le.fetching = nil
+			le.mu.Unlock()
+			close(owned)
+		}()
+	}
 	le.mu.Lock()
 	size := max(le.size, n)
 	le.mu.Unlock()
@@ -247,35 +290,94 @@ func (l *Limiter) takeLease(ctx context.Context, key string, limit sluice.Limit,
 	return d, nil
 }
 
-// fetch takes the next lease in the background.
-func (l *Limiter) fetch(key string, limit sluice.Limit, le *lease, done chan struct{}) {
-	defer func() {
+// refillLater queues le's next lease, to be taken in the background, and
+// reports whether it was queued (not once Close has begun). The caller
+// holds le.mu and has set le.fetching.
+func (l *Limiter) refillLater(le *lease) bool {
+	l.refillMu.Lock()
+	defer l.refillMu.Unlock()
+	if l.stopping {
+		return false
+	}
+	if l.sender == nil { // next takes no batches: each refill goes alone
+		l.refilling.Add(1)
+		go func() {
+			defer l.refilling.Done()
+			l.refill([]*lease{le})
+		}()
+		return true
+	}
+	l.refills = append(l.refills, le)
+	if l.refillers < maxRefillers {
+		l.refillers++
+		l.refilling.Add(1)
+		go l.sendRefills()
+	}
+	return true
+}
+
+// sendRefills sends the queued refills, up to sluice.MaxBatch in one batch,
+// until none is left.
+func (l *Limiter) sendRefills() {
+	defer l.refilling.Done()
+	for {
+		l.refillMu.Lock()
+		if len(l.refills) == 0 {
+			l.refillers--
+			l.refillMu.Unlock()
+			return
+		}
+		batch := make([]*lease, min(len(l.refills), sluice.MaxBatch))
+		copy(batch, l.refills)
+		left := copy(l.refills, l.refills[len(batch):])
+		clear(l.refills[left:])
+		l.refills = l.refills[:left]
+		l.refillMu.Unlock()
+		l.refill(batch)
+	}
+}
+
+// refill takes the next lease of each of leases (one batch when next takes
+// batches) and adds it to the tokens left.
+func (l *Limiter) refill(leases []*lease) {
+	reqs := make([]sluice.Request, len(leases))
+	for i, le := range leases {
 		le.mu.Lock()
-		le.fetching = nil
+		reqs[i] = sluice.Request{Key: le.key, Limit: le.limit, N: le.size}
 		le.mu.Unlock()
-		close(done)
-	}()
-	le.mu.Lock()
-	size := le.size
-	le.mu.Unlock()
+	}
+	results := make([]sluice.Result, len(leases))
 	ctx := *l.fetchCtx.Load()
-	d, err := l.next.AllowN(ctx, key, limit, size)
-	if err != nil {
-		return // the next request takes its lease itself, and sees the error
+	if l.sender != nil {
+		l.sender.Decide(ctx, reqs, results)
+	} else {
+		for i, r := range reqs {
+			results[i].Decision, results[i].Err = l.next.AllowN(ctx, r.Key, r.Limit, r.N)
+		}
 	}
-	if !d.Allowed {
-		l.shrink(le, d.Remaining)
-		return
+	for i, le := range leases {
+		l.addLease(le, reqs[i].N, results[i])
 	}
+}
+
+// addLease adds a refill's answer to le and ends its fetch.
+func (l *Limiter) addLease(le *lease, size int64, r sluice.Result) {
 	le.mu.Lock()
 	defer le.mu.Unlock()
-	if le.replaced {
-		l.refundLater(key, limit, size)
-		return
+	close(le.fetching)
+	le.fetching = nil
+	switch {
+	case r.Err != nil:
+		// The next request takes its lease itself, and sees the error.
+	case !r.Decision.Allowed:
+		le.size = l.nextSize(r.Decision.Remaining)
+	case le.replaced:
+		l.refundLater(le.key, le.limit, size)
+	default:
+		le.tokens += size
+		le.expires = time.Now().Add(l.hold).UnixNano()
+		le.size = l.nextSize(r.Decision.Remaining)
 	}
-	le.tokens += size
-	le.expires = time.Now().Add(l.hold).UnixNano()
-	le.size = l.nextSize(d.Remaining)
 }
 
 // nextSize is the next lease's size, given what the shared limiter had
@@ -300,6 +402,11 @@ func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
 		if le := v.(*lease); le.limit == limit {
 			return le, nil
 		}
+	}
+	// A lease's limit was validated when it was made, so only a new one
+	// pays for validation.
+	if err := limit.Validate(); err != nil {
+		return nil, fmt.Errorf("lease: %w", err)
 	}
 	fresh := &lease{key: key, limit: limit, size: min(l.batch, limit.Burst)}
 	for {
@@ -409,6 +516,12 @@ func (l *Limiter) Close() error {
 	if !l.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	// Refills in flight finish first, under the janitor's fetch context,
+	// so that what they took is refunded below rather than lost.
+	l.refillMu.Lock()
+	l.stopping = true
+	l.refillMu.Unlock()
+	l.refilling.Wait()
 	close(l.stop)
 	l.stopped.Wait()
 	l.sweep(true)

@@ -2,6 +2,8 @@ package lease_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,7 +69,19 @@ func TestFewCallsPerDecision(t *testing.T) {
 }
 
 func TestPodsNeverAdmitMoreThanTheSharedLimit(t *testing.T) {
-	tb, shared := newShared(t)
+	t.Run("refills one by one", func(t *testing.T) {
+		tb, shared := newShared(t)
+		podsShareALimit(t, tb, shared)
+	})
+	t.Run("refills in batches", func(t *testing.T) {
+		shared := newBatching(t, 0)
+		podsShareALimit(t, shared.Limiter, shared)
+	})
+}
+
+// podsShareALimit runs 4 pods × 8 goroutines leasing from shared, whose
+// token bucket is tb, and checks the bounds.
+func podsShareALimit(t *testing.T, tb *tokenbucket.Limiter, shared lease.Refunder) {
 	const pods, batch = 4, 50
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
@@ -92,7 +106,7 @@ func TestPodsNeverAdmitMoreThanTheSharedLimit(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	t.Logf("admitted %d of a burst of %d, %d calls to the shared limiter", admitted.Load(), noRefill.Burst, shared.calls.Load())
+	t.Logf("admitted %d of a burst of %d", admitted.Load(), noRefill.Burst)
 	require.LessOrEqual(t, admitted.Load(), noRefill.Burst, "leases are taken before they are spent")
 	require.GreaterOrEqual(t, admitted.Load(), noRefill.Burst-pods*batch, "at most N × B sit unspent in leases")
 
@@ -211,4 +225,140 @@ func TestProcessesOnRealRedis(t *testing.T) {
 	d, err := tb.AllowN(t.Context(), key, limit, 0)
 	require.NoError(t, err)
 	require.Equal(t, limit.Burst, d.Remaining, "full again after the refill time")
+}
+
+// batching is a shared limiter that takes batches, as every Sluice
+// algorithm does, counting them; every call first waits for delay, and is
+// then decided even if its caller gave up meanwhile (as a request already
+// sent to Redis is).
+type batching struct {
+	*tokenbucket.Limiter
+	delay                    atomic.Int64 // nanoseconds
+	single, batches, batched atomic.Int64
+	crossSlot                atomic.Int64 // batches a Cluster refused
+}
+
+func (b *batching) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	b.single.Add(1)
+	time.Sleep(time.Duration(b.delay.Load()))
+	return b.Limiter.AllowN(context.WithoutCancel(ctx), key, limit, n)
+}
+
+func (b *batching) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	b.batches.Add(1)
+	b.batched.Add(int64(len(reqs)))
+	time.Sleep(time.Duration(b.delay.Load()))
+	results, err := b.Limiter.AllowBatch(context.WithoutCancel(ctx), reqs)
+	if errors.Is(err, sluice.ErrCrossSlot) {
+		b.crossSlot.Add(1)
+	}
+	return results, err
+}
+
+func newBatching(t *testing.T, delay time.Duration) *batching {
+	return newBatchingOn(t, memstore.New(), delay)
+}
+
+func newBatchingOn(t *testing.T, store sluice.Store, delay time.Duration) *batching {
+	tb, err := tokenbucket.New(store)
+	require.NoError(t, err)
+	b := &batching{Limiter: tb}
+	b.delay.Store(int64(delay))
+	return b
+}
+
+// TestRefillsGoInBatches: with many keys leased at once, the refills taken
+// ahead of need leave together, several per call to the shared limiter, and
+// the tokens add up exactly, on every tier. The 50 keys carry 5 hash tags.
+// On a Cluster those span slots: the first batches are refused before they
+// run, and the refills go grouped by tag from then on (keys of different
+// tags cannot share a script there).
+func TestRefillsGoInBatches(t *testing.T) {
+	for _, tier := range sluicetest.AllTiers() {
+		t.Run(tier.Name, func(t *testing.T) {
+			shared := newBatchingOn(t, tier.Make(t).Store, 2*time.Millisecond)
+			l, err := lease.New(shared, lease.WithBatch(10), lease.WithHold(time.Minute))
+			require.NoError(t, err)
+			limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 1000}
+			const keys, perKey = 50, 200
+			prefix := sluicetest.UniqueKey(t)
+			key := func(k int) string { return sluice.Key(fmt.Sprintf("%s-%d", prefix, k%5), fmt.Sprint(k)) }
+			var wg sync.WaitGroup
+			var admitted atomic.Int64
+			for k := range keys {
+				wg.Go(func() {
+					for range perKey {
+						d, err := l.AllowN(context.Background(), key(k), limit, 1)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if d.Allowed {
+							admitted.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			require.NoError(t, l.Close())
+			batches, batched := shared.batches.Load(), shared.batched.Load()
+			t.Logf("%d refills in %d batches (%d refused as cross-slot), %d single calls",
+				batched, batches, shared.crossSlot.Load(), shared.single.Load())
+			require.Equal(t, int64(keys*perKey), admitted.Load(), "every request fits its key's burst")
+			require.Greater(t, batched, 2*batches, "refills share calls")
+			if tier.Cluster {
+				// One refused batch per refill call in flight at the time.
+				require.InDelta(t, 1.5, shared.crossSlot.Load(), 0.5, "refused batches, then grouped by tag")
+			} else {
+				require.Zero(t, shared.crossSlot.Load())
+			}
+			for k := range keys {
+				d, err := shared.Limiter.AllowN(t.Context(), key(k), limit, 0)
+				require.NoError(t, err)
+				require.Equal(t, limit.Burst-perKey, d.Remaining, "key %d: exactly what was admitted is gone after Close", k)
+			}
+		})
+	}
+}
+
+// TestConcurrentFirstCallsShareOneLease: calls that meet a key's lease
+// empty while it is being taken wait for it instead of taking their own.
+func TestConcurrentFirstCallsShareOneLease(t *testing.T) {
+	shared := newBatching(t, 100*time.Millisecond)
+	l, err := lease.New(shared, lease.WithBatch(100))
+	require.NoError(t, err)
+	defer l.Close()
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			d, err := l.AllowN(context.Background(), "k", noRefill, 1)
+			if err != nil || !d.Allowed {
+				t.Error(d, err)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(1), shared.single.Load()+shared.batches.Load(), "one lease of 100 served all 16")
+}
+
+// TestCloseWaitsForRefillsInFlight: a refill on its way when Close is
+// called is waited for and refunded with the rest, not lost.
+func TestCloseWaitsForRefillsInFlight(t *testing.T) {
+	shared := newBatching(t, 0)
+	l, err := lease.New(shared, lease.WithBatch(10))
+	require.NoError(t, err)
+	for range 5 {
+		_, err := l.AllowN(t.Context(), "k", noRefill, 1)
+		require.NoError(t, err)
+	}
+	shared.delay.Store(int64(100 * time.Millisecond))
+	// The 6th leaves 4 of 10, below half: a refill starts, and is still
+	// on its way when Close is called.
+	_, err = l.AllowN(t.Context(), "k", noRefill, 1)
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	time.Sleep(300 * time.Millisecond) // time for a refill Close did not wait for to land
+	d, err := shared.Limiter.AllowN(t.Context(), "k", noRefill, 0)
+	require.NoError(t, err)
+	require.Equal(t, noRefill.Burst-6, d.Remaining, "only the 6 spent are gone")
 }
