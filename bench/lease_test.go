@@ -75,8 +75,7 @@ func BenchmarkLease(b *testing.B) {
 				}
 				return v.(*rate.Limiter).Allow()
 			}
-			warm(b, keys, decide)
-			runParallel(b, decide)
+			runParallel(b, keys, decide, nil)
 		})
 		b.Run(fmt.Sprintf("keys=%d/x-time-rate-by-index", keys), func(b *testing.B) {
 			limiters := make([]*rate.Limiter, keys)
@@ -84,8 +83,7 @@ func BenchmarkLease(b *testing.B) {
 				limiters[i] = rate.NewLimiter(rate.Limit(limit.Rate), int(limit.Burst))
 			}
 			decide := func(i int) bool { return limiters[i%keys].Allow() }
-			warm(b, keys, decide)
-			runParallel(b, decide)
+			runParallel(b, keys, decide, nil)
 		})
 		for _, v := range []struct {
 			batch    int64
@@ -127,20 +125,17 @@ func BenchmarkLease(b *testing.B) {
 					d, err := l.AllowN(ctx, names[i%keys], limit, 1)
 					return err == nil && d.Allowed
 				}
-				warm(b, keys, decide)
-				store.runs.Store(0)
-				runParallel(b, decide)
+				runParallel(b, keys, decide, func() { store.runs.Store(0) })
 				b.ReportMetric(float64(store.runs.Load())/float64(b.N), "redis-calls/decision")
 			})
 		}
 	}
 }
 
-// warm decides one request for each of keys from 64 goroutines, untimed,
-// and reports how long that took; it fails the benchmark if a decision is
-// a denial or an error.
-func warm(b *testing.B, keys int, decide func(i int) bool) {
-	b.StopTimer()
+// warm decides one request for each of keys from 64 goroutines and
+// returns how long that took; it fails the benchmark if a decision is a
+// denial or an error.
+func warm(b *testing.B, keys int, decide func(i int) bool) time.Duration {
 	start := time.Now()
 	var next atomic.Int64
 	var failed atomic.Bool
@@ -158,17 +153,20 @@ func warm(b *testing.B, keys int, decide func(i int) bool) {
 	if failed.Load() {
 		b.Fatal("a warm-up decision was denied or failed")
 	}
-	b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "warm-ms")
-	b.StartTimer()
+	return time.Since(start)
 }
 
-// runParallel runs decide from 64 goroutines and reports decisions/s; it
-// fails the benchmark if a decision is a denial or an error. The timer
-// starts here: what came before is set-up.
-func runParallel(b *testing.B, decide func(i int) bool) {
+// runParallel first decides one request per key, untimed (see warm), then
+// calls warmed (if not nil), then runs decide from 64 goroutines and
+// reports decisions/s and the warm-up's duration; it fails the benchmark
+// if a decision is a denial or an error.
+func runParallel(b *testing.B, keys int, decide func(i int) bool, warmed func()) {
 	b.ReportAllocs()
+	warmup := warm(b, keys, decide)
+	if warmed != nil {
+		warmed()
+	}
 	b.ResetTimer()
-	b.SetParallelism(32) // 64 goroutines on 2 cores
 	var next atomic.Int64
 	var failed atomic.Bool
 	b.RunParallel(func(pb *testing.PB) {
@@ -185,4 +183,5 @@ func runParallel(b *testing.B, decide func(i int) bool) {
 		b.Fatal("a decision was denied or failed")
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	b.ReportMetric(float64(warmup.Microseconds())/1000, "warm-ms")
 }
