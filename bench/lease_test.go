@@ -166,6 +166,7 @@ func runParallel(b *testing.B, keys int, decide func(i int) bool, warmed func())
 	if warmed != nil {
 		warmed()
 	}
+	b.SetParallelism(32) // 64 goroutines on 2 cores
 	b.ResetTimer()
 	var next atomic.Int64
 	var failed atomic.Bool
