@@ -44,6 +44,20 @@ func (c *counting) Refund(ctx context.Context, key string, limit sluice.Limit, n
 	return c.Refunder.Refund(ctx, key, limit, n)
 }
 
+// admit makes calls requests of cost 1 on key and counts those allowed.
+func admit(t *testing.T, l *lease.Limiter, key string, limit sluice.Limit, calls int, admitted *atomic.Int64) {
+	for range calls {
+		d, err := l.AllowN(context.Background(), key, limit, 1)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if d.Allowed {
+			admitted.Add(1)
+		}
+	}
+}
+
 // noRefill is a limit that does not refill during a test: what the pods
 // admit together is bounded by the burst alone.
 var noRefill = sluice.Limit{Rate: 1, Period: time.Hour, Burst: 1000}
@@ -91,18 +105,7 @@ func podsShareALimit(t *testing.T, tb *tokenbucket.Limiter, shared lease.Refunde
 		require.NoError(t, err)
 		limiters[p] = l
 		for range 8 {
-			wg.Go(func() {
-				for range 400 {
-					d, err := l.AllowN(context.Background(), "k", noRefill, 1)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if d.Allowed {
-						admitted.Add(1)
-					}
-				}
-			})
+			wg.Go(func() { admit(t, l, "k", noRefill, 400, &admitted) })
 		}
 	}
 	wg.Wait()
@@ -286,18 +289,7 @@ func TestRefillsGoInBatches(t *testing.T) {
 			var wg sync.WaitGroup
 			var admitted atomic.Int64
 			for k := range keys {
-				wg.Go(func() {
-					for range perKey {
-						d, err := l.AllowN(context.Background(), key(k), limit, 1)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if d.Allowed {
-							admitted.Add(1)
-						}
-					}
-				})
+				wg.Go(func() { admit(t, l, key(k), limit, perKey, &admitted) })
 			}
 			wg.Wait()
 			require.NoError(t, l.Close())
