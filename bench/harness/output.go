@@ -189,6 +189,11 @@ func outCells(r Result) []string {
 	p50, p99, p999 := "-", "-", "-"
 	if l := r.LatencyMicros; l.P50 != 0 || l.P99 != 0 || l.P999 != 0 {
 		p50, p99, p999 = outMicros(l.P50), outMicros(l.P99), outMicros(l.P999)
+		if ping := r.PingLatencyMicros; ping != nil && ping.P50 > 0 && ping.P99 > 0 {
+			// Over the same client's PING, interleaved call by call.
+			p50 += " (" + strconv.FormatFloat(l.P50/ping.P50, 'f', 2, 64) + "× PING)"
+			p99 += " (" + strconv.FormatFloat(l.P99/ping.P99, 'f', 2, 64) + "× PING)"
+		}
 	}
 	calls := "-"
 	if r.RedisCallsPerDecision >= 0 {

@@ -47,6 +47,10 @@ type Result struct {
 
 	DecisionsPerSecond float64 `json:"decisions_per_second"`
 	LatencyMicros      Latency `json:"latency_us"`
+	// PingLatencyMicros is the same client's PING, sent before each
+	// decision and timed apart, in scenarios that interleave it (the
+	// latency scenario); nil elsewhere and for in-process subjects.
+	PingLatencyMicros *Latency `json:"ping_latency_us,omitempty"`
 
 	// RedisCallsPerDecision and ServerMicrosPerDecision come from INFO
 	// commandstats; negative when not measured (in-process subjects,

@@ -31,19 +31,30 @@ type call struct {
 // recording costs no lock on the measured path.
 type recorder struct {
 	start time.Time
+	// ping, when set, is called and timed apart before every decision:
+	// the same client's round trip, interleaved call by call, so that the
+	// two see the same machine (the latency scenario).
+	ping  Decide
 	mu    sync.Mutex
 	calls []call
+	pings []time.Duration
 }
 
 // localRecorder is one goroutine's buffer.
 type localRecorder struct {
 	parent *recorder
 	calls  []call
+	pings  []time.Duration
 }
 
 func (r *recorder) local() *localRecorder { return &localRecorder{parent: r} }
 
 func (l *localRecorder) do(ctx context.Context, decide Decide, key string) {
+	if ping := l.parent.ping; ping != nil {
+		begin := time.Now()
+		_, _ = ping(ctx, key)
+		l.pings = append(l.pings, time.Since(begin))
+	}
 	begin := time.Now()
 	ok, err := decide(ctx, key)
 	end := time.Now()
@@ -54,8 +65,9 @@ func (l *localRecorder) do(ctx context.Context, decide Decide, key string) {
 func (l *localRecorder) done() {
 	l.parent.mu.Lock()
 	l.parent.calls = append(l.parent.calls, l.calls...)
+	l.parent.pings = append(l.parent.pings, l.pings...)
 	l.parent.mu.Unlock()
-	l.calls = nil
+	l.calls, l.pings = nil, nil
 }
 
 // Scenario is one traffic pattern under one limit.
@@ -74,6 +86,9 @@ type Scenario struct {
 	// Memory, when positive, is the number of keys the scenario creates:
 	// the runner measures used_memory growth per key.
 	Memory int
+	// InterleavePing sends a PING through the subject's own client before
+	// each decision, timed apart, for the subject's latency over PING's.
+	InterleavePing bool
 }
 
 var defaultLimit = sluice.Limit{Rate: 100, Period: time.Second, Burst: 100}
@@ -159,7 +174,7 @@ func Scenarios() []Scenario {
 			Drive: func(ctx context.Context, pods []Decide, rec *recorder, d time.Duration) {
 				hammer(ctx, pods[0], rec, d, 128, 10_000)
 			}},
-		{Name: "latency: one caller, one key", Limit: throughputLimit, Pods: 1, Throughput: true,
+		{Name: "latency: one caller, one key", Limit: throughputLimit, Pods: 1, Throughput: true, InterleavePing: true,
 			Drive: func(ctx context.Context, pods []Decide, rec *recorder, d time.Duration) {
 				hammer(ctx, pods[0], rec, d, 1, 1)
 			}},
@@ -269,6 +284,9 @@ func runOne(ctx context.Context, o Options, sc Scenario, sub Subject) Result {
 	}
 	memBefore := usedMemory(ctx, o.Stats)
 	rec := &recorder{start: time.Now()}
+	if sc.InterleavePing && sub.Ping != nil {
+		rec.ping = sub.Ping(o.Clients)
+	}
 	sc.Drive(ctx, pods, rec, o.Duration)
 	elapsed := time.Since(rec.start)
 	if sc.Memory > 0 && sub.Remote && memBefore > 0 {
@@ -277,13 +295,17 @@ func runOne(ctx context.Context, o Options, sc Scenario, sub Subject) Result {
 		}
 	}
 	if o.Stats != nil && sub.Remote {
-		calls, usec, err := commandStats(ctx, o.Stats)
+		calls, usec, err := commandStats(ctx, o.Stats, rec.ping != nil)
 		if err == nil && len(rec.calls) > 0 {
 			res.RedisCallsPerDecision = float64(calls) / float64(len(rec.calls))
 			res.ServerMicrosPerDecision = float64(usec) / float64(len(rec.calls))
 		}
 	}
 	summarise(&res, rec.calls, sc, elapsed)
+	if len(rec.pings) > 0 {
+		l := percentiles(rec.pings)
+		res.PingLatencyMicros = &l
+	}
 	return res
 }
 
@@ -313,7 +335,7 @@ func usedMemory(ctx context.Context, c *redis.Client) int64 {
 
 // commandStats sums calls and usec over every command but the harness's
 // own (INFO, CONFIG, FLUSHALL).
-func commandStats(ctx context.Context, c *redis.Client) (calls, usec int64, err error) {
+func commandStats(ctx context.Context, c *redis.Client, skipPing bool) (calls, usec int64, err error) {
 	info, err := c.Info(ctx, "commandstats").Result()
 	if err != nil {
 		return 0, 0, err
@@ -323,8 +345,10 @@ func commandStats(ctx context.Context, c *redis.Client) (calls, usec int64, err 
 		if !ok || !strings.HasPrefix(name, "cmdstat_") {
 			continue
 		}
-		switch strings.TrimPrefix(name, "cmdstat_") {
-		case "info", "config|resetstat", "config", "flushall":
+		switch cmd := strings.TrimPrefix(name, "cmdstat_"); {
+		case cmd == "info", cmd == "config|resetstat", cmd == "config", cmd == "flushall":
+			continue
+		case cmd == "ping" && skipPing: // interleaved PINGs are not the subject's
 			continue
 		}
 		for _, f := range strings.Split(fields, ",") {
@@ -339,6 +363,19 @@ func commandStats(ctx context.Context, c *redis.Client) (calls, usec int64, err 
 		}
 	}
 	return calls, usec, nil
+}
+
+// percentiles returns the p50, p99 and p99.9 of latencies (which it sorts),
+// in microseconds.
+func percentiles(latencies []time.Duration) Latency {
+	slices.Sort(latencies)
+	pct := func(p float64) float64 {
+		if len(latencies) == 0 {
+			return 0
+		}
+		return float64(latencies[min(len(latencies)-1, int(p*float64(len(latencies))))].Nanoseconds()) / 1000
+	}
+	return Latency{P50: pct(0.50), P99: pct(0.99), P999: pct(0.999)}
 }
 
 func summarise(res *Result, calls []call, sc Scenario, elapsed time.Duration) {
@@ -394,14 +431,7 @@ func summarise(res *Result, calls []call, sc Scenario, elapsed time.Duration) {
 	} else if elapsed > 0 {
 		res.DecisionsPerSecond = float64(len(calls)) / elapsed.Seconds()
 	}
-	slices.Sort(latencies)
-	pct := func(p float64) float64 {
-		if len(latencies) == 0 {
-			return 0
-		}
-		return float64(latencies[min(len(latencies)-1, int(p*float64(len(latencies))))].Nanoseconds()) / 1000
-	}
-	res.LatencyMicros = Latency{P50: pct(0.50), P99: pct(0.99), P999: pct(0.999)}
+	res.LatencyMicros = percentiles(latencies)
 	// Over time, in tenths.
 	if len(calls) > 0 {
 		end := calls[len(calls)-1].at

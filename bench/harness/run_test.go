@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,4 +52,46 @@ func TestRunOnTheEmbeddedStore(t *testing.T) {
 	shared, perPod := byKey["pods /sluice/tokenbucket"], byKey["pods /x/time/rate (in process)"]
 	require.LessOrEqual(t, shared.Admitted, shared.Ideal, "the shared bucket holds the limit")
 	require.Greater(t, perPod.Admitted, perPod.Ideal, "per-pod limiters admit more than the limit")
+}
+
+// TestLatencyInterleavesPing: in the latency scenario each remote subject's
+// decisions alternate with PINGs through its own client, timed apart; an
+// in-process subject has none, and the terminal table shows the ratio.
+func TestLatencyInterleavesPing(t *testing.T) {
+	store, err := embedded.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	client := redis.NewClient(&redis.Options{Addr: store.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	var latency []Scenario
+	for _, s := range Scenarios() {
+		if strings.HasPrefix(s.Name, "latency") {
+			latency = append(latency, s)
+		}
+	}
+	var subjects []Subject
+	for _, s := range Subjects() {
+		if s.Name == "sluice/tokenbucket" || s.Name == "x/time/rate (in process)" {
+			subjects = append(subjects, s)
+		}
+	}
+	require.Len(t, latency, 1)
+	require.Len(t, subjects, 2)
+	var pings atomic.Int64
+	subjects[0].Ping = func(c Clients) Decide {
+		ping := pingGoRedis(c)
+		return func(ctx context.Context, key string) (bool, error) {
+			pings.Add(1)
+			return ping(ctx, key)
+		}
+	}
+	results := Run(context.Background(), Options{Duration: 300 * time.Millisecond, Scenarios: latency, Subjects: subjects, Clients: Clients{GoRedis: client}})
+	require.Len(t, results, 2)
+	remote, local := results[0], results[1]
+	require.Empty(t, remote.Error)
+	require.NotNil(t, remote.PingLatencyMicros)
+	require.Positive(t, remote.PingLatencyMicros.P50)
+	require.Equal(t, remote.Requests, pings.Load(), "one PING before each decision")
+	require.Nil(t, local.PingLatencyMicros, "nothing to PING in process")
+	require.Contains(t, outCells(remote)[6], "× PING")
 }

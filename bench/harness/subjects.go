@@ -48,6 +48,32 @@ type Subject struct {
 	// throughput scenarios only.
 	Baseline bool
 	New      func(c Clients, limit sluice.Limit) (decide Decide, close func(), err error)
+	// Ping is a PING through the client the subject uses, the reference
+	// for its latency; nil for in-process subjects and the PINGs.
+	Ping func(c Clients) Decide
+}
+
+// pingGoRedis and pingRueidis are a PING through each client.
+func pingGoRedis(c Clients) Decide {
+	return func(ctx context.Context, _ string) (bool, error) {
+		return true, c.GoRedis.Ping(ctx).Err()
+	}
+}
+
+func pingRueidis(c Clients) Decide {
+	return func(ctx context.Context, _ string) (bool, error) {
+		return true, c.Rueidis.Do(ctx, c.Rueidis.B().Ping().Build()).Error()
+	}
+}
+
+// pingVia is the PING through the client c.store(goRedis) uses.
+func pingVia(goRedis bool) func(c Clients) Decide {
+	return func(c Clients) Decide {
+		if c.Rueidis != nil && !goRedis {
+			return pingRueidis(c)
+		}
+		return pingGoRedis(c)
+	}
 }
 
 // store is a Sluice store on rueidis where available, or on go-redis
@@ -66,7 +92,7 @@ func sluiceSubject(name string, build func(sluice.Store) (sluice.Limiter, error)
 // sluiceSubjectVia builds a Sluice subject on rueidis (where available) or,
 // with goRedis, always on go-redis.
 func sluiceSubjectVia(name string, goRedis bool, build func(sluice.Store) (sluice.Limiter, error)) Subject {
-	return Subject{Name: "sluice/" + name, Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+	return Subject{Name: "sluice/" + name, Remote: true, Ping: pingVia(goRedis), New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
 		store := c.store(goRedis)
 		l, err := build(store)
 		if err != nil {
@@ -104,7 +130,7 @@ func Subjects() []Subject {
 		sluiceSubject("slidingcounter", func(s sluice.Store) (sluice.Limiter, error) { return slidingcounter.New(s) }),
 		sluiceSubject("slidinglog", func(s sluice.Store) (sluice.Limiter, error) { return slidinglog.New(s) }),
 		sluiceSubject("fixedwindow", func(s sluice.Store) (sluice.Limiter, error) { return fixedwindow.New(s) }),
-		{Name: "sluice/tokenbucket+lease(B=100)", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+		{Name: "sluice/tokenbucket+lease(B=100)", Remote: true, Ping: pingVia(false), New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
 			store := c.store(false)
 			tb, err := tokenbucket.New(store)
 			if err != nil {
@@ -116,7 +142,7 @@ func Subjects() []Subject {
 			}
 			return decideWith(l, limit), func() { _ = l.Close() }, nil
 		}},
-		{Name: "sluice/tokenbucket+fallback+sluiceotel", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+		{Name: "sluice/tokenbucket+fallback+sluiceotel", Remote: true, Ping: pingVia(false), New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
 			store := c.store(false)
 			tb, err := tokenbucket.New(store)
 			if err != nil {
@@ -132,7 +158,7 @@ func Subjects() []Subject {
 			}
 			return decideWith(l, limit), func() {}, nil
 		}},
-		{Name: "go-redis/redis_rate (GCRA)", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+		{Name: "go-redis/redis_rate (GCRA)", Remote: true, Ping: pingGoRedis, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
 			l := redis_rate.NewLimiter(c.GoRedis)
 			rl := redis_rate.Limit{Rate: int(limit.Rate), Burst: int(limit.Burst), Period: limit.Period}
 			return func(ctx context.Context, key string) (bool, error) {
@@ -143,7 +169,7 @@ func Subjects() []Subject {
 				return res.Allowed > 0, nil
 			}, func() {}, nil
 		}},
-		{Name: "ulule/limiter (fixed window)", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+		{Name: "ulule/limiter (fixed window)", Remote: true, Ping: pingGoRedis, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
 			store, err := ululeredis.NewStoreWithOptions(c.GoRedis, ulule.StoreOptions{Prefix: "ulule", MaxRetry: 1})
 			if err != nil {
 				return nil, nil, err
@@ -154,7 +180,7 @@ func Subjects() []Subject {
 				return err == nil && !res.Reached, err
 			}, func() {}, nil
 		}},
-		{Name: "throttled (GCRA)", Remote: true, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+		{Name: "throttled (GCRA)", Remote: true, Ping: pingGoRedis, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
 			store, err := throttledredis.NewCtx(c.GoRedis, "throttled:")
 			if err != nil {
 				return nil, nil, err
@@ -178,17 +204,13 @@ func Subjects() []Subject {
 			}, func() {}, nil
 		}},
 		{Name: "PING (go-redis)", Remote: true, Baseline: true, New: func(c Clients, _ sluice.Limit) (Decide, func(), error) {
-			return func(ctx context.Context, _ string) (bool, error) {
-				return true, c.GoRedis.Ping(ctx).Err()
-			}, func() {}, nil
+			return pingGoRedis(c), func() {}, nil
 		}},
 		{Name: "PING (rueidis)", Remote: true, Baseline: true, New: func(c Clients, _ sluice.Limit) (Decide, func(), error) {
 			if c.Rueidis == nil {
 				return nil, nil, fmt.Errorf("no rueidis client on the embedded store")
 			}
-			return func(ctx context.Context, _ string) (bool, error) {
-				return true, c.Rueidis.Do(ctx, c.Rueidis.B().Ping().Build()).Error()
-			}, func() {}, nil
+			return pingRueidis(c), func() {}, nil
 		}},
 		{Name: "x/time/rate (in process)", New: func(_ Clients, limit sluice.Limit) (Decide, func(), error) {
 			var limiters sync.Map
