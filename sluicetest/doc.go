@@ -11,8 +11,8 @@
 // variable set, no test of the suite can skip.
 //
 // Multi-process tests start the test binary again as workers ([Main]
-// turns such a copy into a worker instead of running tests): [RunLoad]
-// for one algorithm on one key, [RunJob] for any work a package
-// registers with [RegisterJob]; [OpenStore] connects a worker to real
-// Redis.
+// turns such a copy into a worker instead of running tests): [RunJob]
+// for any work a package registers with [RegisterJob], and [RunLoad], a
+// job of its own, for one algorithm on one key; [OpenStore] connects a
+// worker to real Redis.
 package sluicetest

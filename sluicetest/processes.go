@@ -1,15 +1,11 @@
 package sluicetest
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,10 +15,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/lease"
 )
-
-// workerEnv carries a Load to a worker process: the test binary started
-// again, which [Main] turns into a load generator instead of running tests.
-const workerEnv = "SLUICETEST_WORKER"
 
 // Load is a multi-process load on one key of a real redis-server.
 type Load struct {
@@ -39,9 +31,7 @@ type Load struct {
 	LeaseBatch int64
 	// Dead is how many of the processes exit without closing their lease
 	// limiter, as a crashed pod would: the tokens they hold are lost.
-	Dead  int
-	Out   string // where a worker writes its calls; set by RunLoad
-	Index int    // the worker's number; set by RunLoad
+	Dead int
 }
 
 // Call is one AllowN of a load: when it started and ended on the shared
@@ -53,72 +43,52 @@ type Call struct {
 	Allowed    bool
 }
 
-// RunLoad starts load.Processes copies of the test binary, each running
-// load.Goroutines goroutines that call AllowN(key, limit, 1) for
-// load.Duration, and returns every call of every process. The package's
-// TestMain must call [Main].
+// loadJob is the job RunLoad runs in each process.
+const loadJob = "sluicetest/load"
+
+func init() { RegisterJob(loadJob, runLoad) }
+
+// RunLoad starts load.Processes copies of the test binary (with [RunJob]),
+// each running load.Goroutines goroutines that call AllowN(key, limit, 1)
+// for load.Duration, and returns every call of every process, by start.
+// The package's TestMain must call [Main].
 func RunLoad(t *testing.T, load Load) []Call {
 	t.Helper()
-	dir := t.TempDir()
-	var wg sync.WaitGroup
-	results := make([][]Call, load.Processes)
-	for p := range load.Processes {
-		wg.Go(func() {
-			l := load
-			l.Out = filepath.Join(dir, strconv.Itoa(p))
-			l.Index = p
-			spec, err := json.Marshal(l)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.count=1")
-			cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("worker %d: %v\n%s", p, err, out)
-				return
-			}
-			if results[p], err = readCalls(l.Out); err != nil {
-				t.Errorf("worker %d: %v", p, err)
-			}
-		})
-	}
-	wg.Wait()
 	var calls []Call
-	for _, r := range results {
-		calls = append(calls, r...)
+	for p, out := range RunJob(t, loadJob, load.Processes, load) {
+		mine, err := parseCalls(out)
+		if err != nil {
+			t.Fatalf("load process %d: %v", p, err)
+		}
+		calls = append(calls, mine...)
 	}
 	sort.Slice(calls, func(i, j int) bool { return calls[i].Start < calls[j].Start })
 	return calls
 }
 
-// runWorker is a worker process's whole life: run the load, write the
-// calls, exit. It returns the exit code.
-func runWorker(spec string) int {
+// runLoad is one load process: it runs the load and writes its calls, a
+// line each.
+func runLoad(index int, spec []byte, out io.Writer) error {
 	var load Load
-	if err := json.Unmarshal([]byte(spec), &load); err != nil {
-		fmt.Fprintln(os.Stderr, "worker spec:", err)
-		return 2
+	if err := json.Unmarshal(spec, &load); err != nil {
+		return fmt.Errorf("load spec: %w", err)
 	}
 	store, closeStore, err := OpenStore(load.Backend, []string{load.Addr}, load.Goroutines)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return err
 	}
 	defer closeStore()
 	alg, err := algorithm(load.Algorithm).New(store, nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	var l sluice.Limiter = alg
 	if load.LeaseBatch > 0 {
 		leased, err := lease.New(alg, lease.WithBatch(load.LeaseBatch))
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
-		if load.Index >= load.Dead {
+		if index >= load.Dead {
 			defer leased.Close() // a live pod gives back what it holds
 		}
 		l = leased
@@ -150,34 +120,17 @@ func runWorker(spec string) int {
 	}
 	wg.Wait()
 	if n := failed.Load(); n > 0 {
-		fmt.Fprintf(os.Stderr, "%d calls failed\n", n)
-		return 1
+		return fmt.Errorf("%d calls failed", n)
 	}
-	f, err := os.Create(load.Out)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	w := bufio.NewWriter(f)
 	for _, c := range calls {
-		fmt.Fprintf(w, "%d %d %t\n", c.Start, c.End, c.Allowed)
+		if _, err := fmt.Fprintf(out, "%d %d %t\n", c.Start, c.End, c.Allowed); err != nil {
+			return err
+		}
 	}
-	if err := w.Flush(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := f.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	return nil
 }
 
-func readCalls(path string) ([]Call, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+func parseCalls(data []byte) ([]Call, error) {
 	var calls []Call
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var c Call

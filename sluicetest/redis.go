@@ -364,13 +364,10 @@ func SharedRedis(tb testing.TB) *RedisServer {
 }
 
 // Main runs the tests of a package and then stops the shared redis-server,
-// if one was started. In a process started by [RunLoad] it runs the load
-// instead. Call it from TestMain: func TestMain(m *testing.M) {
+// if one was started. In a process started by [RunJob] (or [RunLoad]) it
+// runs the job instead. Call it from TestMain: func TestMain(m *testing.M) {
 // sluicetest.Main(m) }.
 func Main(m *testing.M) {
-	if spec := os.Getenv(workerEnv); spec != "" {
-		os.Exit(runWorker(spec)) // a load process started by RunLoad
-	}
 	if name := os.Getenv(jobEnv); name != "" {
 		os.Exit(runJob(name)) // a job process started by RunJob
 	}
