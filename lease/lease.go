@@ -5,19 +5,27 @@
 //
 // For each key (and limit) a process holds at most one lease: a number of
 // tokens taken from the wrapped limiter with one AllowN(key, limit, size)
-// and spent by the process's goroutines. Calls that find it empty while it
-// is being taken wait for it rather than take their own; only a key so busy
-// that one lease per round trip is not enough has several on their way.
-// When a lease runs low (below half its size) the next one is taken in the
-// background, ahead of need, so that decisions do not queue behind a round
-// trip. A lease expires after its hold time ([WithHold]); what it did not
-// use is refunded to the shared limiter, as on [Limiter.Close].
+// and spent by the process's goroutines. When a lease runs low (below half
+// its size) the next one is taken in the background, ahead of need, so
+// that decisions do not queue behind a round trip. A call that finds the
+// lease empty while the next one is on its way waits for it once (within
+// its context), then, if that was not enough, takes a lease of its own or
+// is decided alone: only a key so busy that one lease per round trip does
+// not suffice has several on their way. A lease expires after its hold
+// time ([WithHold]); what it did not use is refunded to the shared limiter.
 //
 // When the wrapped limiter takes batches ([sluice.BatchLimiter], as every
 // Sluice algorithm does), the background refills of all keys leave
 // together: one script call for up to [sluice.MaxBatch] refills, at most
 // two calls in flight, and no timer (a refill goes at once when a call is
-// free). On a Redis Cluster they are grouped by hash tag, as in coalesce.
+// free). On a Redis Cluster the first batch whose keys span slots is
+// refused before it runs; refills are then grouped by hash tag, the groups
+// sent at the same time. A go-redis Ring reports nothing of the kind: give
+// [ByHashTag] with one.
+//
+// [Limiter.Close] waits for the refills on their way, then refunds what
+// every lease holds. A lease a call is still taking when Close returns is
+// refunded by that call, less what it spends, when it arrives.
 //
 // The lease size adapts. It starts at the batch size B ([WithBatch]) and is
 // never more than a quarter of what the shared limiter reported left after
@@ -93,12 +101,13 @@ type Limiter struct {
 	// sender sends refills in batches; nil when next cannot take batches,
 	// and then each refill goes alone.
 	sender *batching.Sender
+	byTag  bool // ByHashTag: only keys of one hash tag share a batch
 
 	refillMu  sync.Mutex
 	refills   []*lease       // leases waiting for their next lease, oldest first
 	refillers int            // goroutines sending refills, at most maxRefillers
 	stopping  bool           // Close has begun: no refill starts
-	refilling sync.WaitGroup // refills in flight, which Close waits for
+	refilling sync.WaitGroup // refills and refunds in the background, which Close waits for
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -157,6 +166,18 @@ func WithHold(d time.Duration) Option {
 	})
 }
 
+// ByHashTag makes only keys with the same hash tag share a batch of
+// refills, from the start. Give it when next runs on a go-redis Ring,
+// which runs a batch on the shard of its first key and reports nothing; a
+// Redis Cluster is detected without it (its first cross-slot batch is
+// refused before it runs).
+func ByHashTag() Option {
+	return optionFunc(func(l *Limiter) error {
+		l.byTag = true
+		return nil
+	})
+}
+
 // New returns a Limiter leasing from next. It starts one janitor goroutine
 // that refunds expired leases; Close stops it. It does no I/O.
 func New(next Refunder, opts ...Option) (*Limiter, error) {
@@ -164,9 +185,6 @@ func New(next Refunder, opts ...Option) (*Limiter, error) {
 		return nil, errors.New("lease: next must not be nil")
 	}
 	l := &Limiter{next: next, batch: DefaultBatch, hold: DefaultHold, stop: make(chan struct{})}
-	if b, ok := next.(batching.Next); ok {
-		l.sender = batching.NewSender(b, false)
-	}
 	l.nowNanos.Store(time.Now().UnixNano())
 	for _, o := range opts {
 		if o == nil {
@@ -175,6 +193,9 @@ func New(next Refunder, opts ...Option) (*Limiter, error) {
 		if err := o.apply(l); err != nil {
 			return nil, err
 		}
+	}
+	if b, ok := next.(batching.Next); ok {
+		l.sender = batching.NewSender(b, l.byTag)
 	}
 	first, cancelFirst := context.WithDeadline(context.Background(), time.Now().Add(refundTimeout))
 	l.fetchCtx.Store(&first)
@@ -207,9 +228,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 			}
 			continue
 		}
-		if le.expires <= l.nowNanos.Load() && le.tokens > 0 {
-			l.refundLater(key, limit, le.tokens)
-			le.tokens = 0
+		if le.expires <= l.nowNanos.Load() && le.tokens > 0 && l.refundLater(key, limit, le.tokens) {
+			le.tokens = 0 // (when Close has begun, its sweep refunds them)
 		}
 		if le.tokens >= n {
 			le.tokens -= n
@@ -224,7 +244,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 			return d, nil
 		}
 		fetching := le.fetching
-		if fetching == nil {
+		if fetching == nil && attempt == 0 {
 			// Nothing is on its way: this call takes the lease, and the
 			// calls that meet the lease empty meanwhile wait for it.
 			owned := make(chan struct{})
@@ -233,7 +253,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 			return l.takeLease(ctx, key, limit, le, n, owned)
 		}
 		le.mu.Unlock()
-		if attempt > 0 {
+		if fetching == nil || attempt > 0 {
 			break
 		}
 		// A lease is on its way: wait for it once.
@@ -243,23 +263,27 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 			return sluice.Decision{}, ctx.Err()
 		}
 	}
-	// Waiting once was not enough (the key is that busy): take a lease of
-	// this call's own, added to the same tokens.
+	// Waiting once was not enough (the key is that busy, or the lease was
+	// denied): take a lease of this call's own, added to the same tokens,
+	// or be decided alone.
 	return l.takeLease(ctx, key, limit, le, n, nil)
 }
 
 // takeLease takes a lease with n spent from it at once, or, if the shared
 // limiter denies the lease, decides n alone. When owned is not nil, it is
-// le.fetching, set by the caller: the fetch ends with the call.
+// le.fetching, set by the caller: the fetch ends when the lease is known,
+// and the calls waiting for it go on.
 func (l *Limiter) takeLease(ctx context.Context, key string, limit sluice.Limit, le *lease, n int64, owned chan struct{}) (sluice.Decision, error) {
-	if owned != nil {
-		defer func() {
+	endFetch := func() {
+		if owned != nil {
 			le.mu.Lock()
 			le.fetching = nil
 			le.mu.Unlock()
 			close(owned)
-		}()
+			owned = nil
+		}
 	}
+	defer endFetch()
 	le.mu.Lock()
 	size := max(le.size, n)
 	le.mu.Unlock()
@@ -272,13 +296,16 @@ func (l *Limiter) takeLease(ctx context.Context, key string, limit sluice.Limit,
 		if size == n {
 			return d, nil
 		}
+		endFetch() // the waiters need not wait for this call's own decision
 		return l.next.AllowN(ctx, key, limit, n)
 	}
 	le.mu.Lock()
-	defer le.mu.Unlock()
 	if le.replaced {
+		le.mu.Unlock()
+		// Swept by Close or replaced meanwhile: nothing will spend or
+		// refund this lease, so what n did not use goes back now.
 		if size > n {
-			l.refundLater(key, limit, size-n)
+			l.refundNow(ctx, key, limit, size-n)
 		}
 		d.Remaining = 0
 		return d, nil
@@ -287,6 +314,7 @@ func (l *Limiter) takeLease(ctx context.Context, key string, limit sluice.Limit,
 	le.expires = time.Now().Add(l.hold).UnixNano()
 	le.size = l.nextSize(d.Remaining)
 	d.Remaining = le.tokens
+	le.mu.Unlock()
 	return d, nil
 }
 
@@ -360,23 +388,29 @@ func (l *Limiter) refill(leases []*lease) {
 	}
 }
 
-// addLease adds a refill's answer to le and ends its fetch.
+// addLease adds a refill's answer to le and ends its fetch. A lease
+// replaced meanwhile gets nothing: the refill goes back at once (from the
+// refill's goroutine, which Close waits for).
 func (l *Limiter) addLease(le *lease, size int64, r sluice.Result) {
 	le.mu.Lock()
-	defer le.mu.Unlock()
 	close(le.fetching)
 	le.fetching = nil
+	refund := false
 	switch {
 	case r.Err != nil:
 		// The next request takes its lease itself, and sees the error.
 	case !r.Decision.Allowed:
 		le.size = l.nextSize(r.Decision.Remaining)
 	case le.replaced:
-		l.refundLater(le.key, le.limit, size)
+		refund = true
 	default:
 		le.tokens += size
 		le.expires = time.Now().Add(l.hold).UnixNano()
 		le.size = l.nextSize(r.Decision.Remaining)
+	}
+	le.mu.Unlock()
+	if refund {
+		l.refundNow(context.Background(), le.key, le.limit, size)
 	}
 }
 
@@ -412,7 +446,7 @@ func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
 	for {
 		v, loaded := l.leases.LoadOrStore(key, fresh)
 		if !loaded {
-			return fresh, nil
+			return l.admitFresh(key, fresh)
 		}
 		old := v.(*lease)
 		if old.limit == limit {
@@ -421,22 +455,50 @@ func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
 		if l.leases.CompareAndSwap(key, old, fresh) {
 			old.mu.Lock()
 			old.replaced = true
-			if old.tokens > 0 {
-				l.refundLater(old.key, old.limit, old.tokens)
-				old.tokens = 0
-			}
+			held := old.tokens
+			old.tokens = 0
 			old.mu.Unlock()
-			return fresh, nil
+			if held > 0 && !l.refundLater(old.key, old.limit, held) {
+				l.refundNow(context.Background(), old.key, old.limit, held)
+			}
+			return l.admitFresh(key, fresh)
 		}
 	}
 }
 
-func (l *Limiter) refundLater(key string, limit sluice.Limit, n int64) {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), refundTimeout)
-		defer cancel()
-		_, _ = l.next.Refund(ctx, key, limit, n)
-	}()
+// admitFresh returns a lease just stored under key, unless Close began
+// meanwhile: its sweep may have passed key already, so the lease is taken
+// out again rather than left where nothing would refund it.
+func (l *Limiter) admitFresh(key string, fresh *lease) (*lease, error) {
+	if l.closed.Load() {
+		fresh.mu.Lock()
+		fresh.replaced = true // for any call that found it meanwhile
+		fresh.mu.Unlock()
+		l.leases.CompareAndDelete(key, fresh)
+		return nil, ErrClosed
+	}
+	return fresh, nil
+}
+
+// refundLater gives n tokens back to key in the background, and reports
+// whether it will: not once Close has begun, when the caller must keep the
+// tokens for Close's sweep or refund them itself.
+func (l *Limiter) refundLater(key string, limit sluice.Limit, n int64) bool {
+	l.refillMu.Lock()
+	defer l.refillMu.Unlock()
+	if l.stopping {
+		return false
+	}
+	l.refilling.Go(func() { l.refundNow(context.Background(), key, limit, n) })
+	return true
+}
+
+// refundNow gives n tokens back to key, bounded by refundTimeout and not
+// by ctx's cancellation (the tokens are owed whatever the caller does).
+func (l *Limiter) refundNow(ctx context.Context, key string, limit sluice.Limit, n int64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refundTimeout)
+	defer cancel()
+	_, _ = l.next.Refund(ctx, key, limit, n)
 }
 
 // janitor moves the coarse clock and renews the fetch context, and every
@@ -495,7 +557,10 @@ func (l *Limiter) sweep(all bool) {
 				refunds = append(refunds, refund{le, le.tokens})
 				le.tokens = 0
 			}
-			if le.fetching == nil && l.leases.CompareAndDelete(k, le) {
+			// A lease being fetched stays (its fetch would be refunded at
+			// once), except on Close: the fetch in flight, a call's own,
+			// then sees the lease replaced and refunds what it took.
+			if (all || le.fetching == nil) && l.leases.CompareAndDelete(k, le) {
 				le.replaced = true
 			}
 		}
@@ -503,12 +568,21 @@ func (l *Limiter) sweep(all bool) {
 		return true
 	})
 	l.mu.Unlock()
+	// Refunds go a few at a time: Close may have thousands to make.
+	slots := make(chan struct{}, sweepRefunds)
+	var wg sync.WaitGroup
 	for _, r := range refunds {
-		ctx, cancel := context.WithTimeout(context.Background(), refundTimeout)
-		_, _ = l.next.Refund(ctx, r.le.key, r.le.limit, r.n)
-		cancel()
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			l.refundNow(context.Background(), r.le.key, r.le.limit, r.n)
+		})
 	}
+	wg.Wait()
 }
+
+// sweepRefunds is how many refunds a sweep makes at once.
+const sweepRefunds = 16
 
 // Close stops the janitor and refunds every lease's unspent tokens. Later
 // calls return [ErrClosed]. It is safe to call more than once.

@@ -354,3 +354,147 @@ func TestCloseWaitsForRefillsInFlight(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, noRefill.Burst-6, d.Remaining, "only the 6 spent are gone")
 }
+
+// slowTaker delays the shared limiter's AllowN (no batches) and decides it
+// even if its caller gives up.
+type slowTaker struct {
+	*tokenbucket.Limiter
+	delay time.Duration
+}
+
+func (s *slowTaker) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	time.Sleep(s.delay)
+	return s.Limiter.AllowN(context.WithoutCancel(ctx), key, limit, n)
+}
+
+// TestCloseDuringATakeLosesNothing: a lease a call is taking when Close
+// is called is refunded when it arrives, apart from what the call spent.
+func TestCloseDuringATakeLosesNothing(t *testing.T) {
+	tb, err := tokenbucket.New(memstore.New())
+	require.NoError(t, err)
+	l, err := lease.New(&slowTaker{Limiter: tb, delay: 100 * time.Millisecond}, lease.WithBatch(10))
+	require.NoError(t, err)
+	done := make(chan error)
+	go func() {
+		_, err := l.AllowN(context.Background(), "k", noRefill, 1)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the take is on its way
+	require.NoError(t, l.Close())
+	require.NoError(t, <-done)
+	d, err := tb.AllowN(t.Context(), "k", noRefill, 0)
+	require.NoError(t, err)
+	require.Equal(t, noRefill.Burst-1, d.Remaining, "only the one spent is gone")
+}
+
+// TestCloseUnderLoadLosesNothing: Close while many goroutines spend on many
+// keys, with refills on their way: afterwards each key's bucket is lower by
+// exactly what was admitted from it, whatever the interleaving.
+func TestCloseUnderLoadLosesNothing(t *testing.T) {
+	for _, batches := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batches=%t", batches), func(t *testing.T) {
+			for round := range 20 {
+				tb, err := tokenbucket.New(memstore.New())
+				require.NoError(t, err)
+				var shared lease.Refunder = &slowTaker{Limiter: tb, delay: time.Millisecond}
+				if batches {
+					b := &batching{Limiter: tb}
+					b.delay.Store(int64(time.Millisecond))
+					shared = b
+				}
+				l, err := lease.New(shared, lease.WithBatch(10), lease.WithHold(time.Minute))
+				require.NoError(t, err)
+				const keys = 8
+				admitted := make([]atomic.Int64, keys)
+				var wg sync.WaitGroup
+				for g := range 32 {
+					wg.Go(func() {
+						for i := 0; ; i++ {
+							k := (g + i) % keys
+							d, err := l.AllowN(context.Background(), fmt.Sprintf("k%d", k), noRefill, 1)
+							if errors.Is(err, lease.ErrClosed) {
+								return
+							}
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if d.Allowed {
+								admitted[k].Add(1)
+							}
+						}
+					})
+				}
+				time.Sleep(time.Duration(5+round) * time.Millisecond)
+				require.NoError(t, l.Close())
+				wg.Wait()
+				for k := range keys {
+					d, err := tb.AllowN(t.Context(), fmt.Sprintf("k%d", k), noRefill, 0)
+					require.NoError(t, err)
+					require.Equal(t, noRefill.Burst-admitted[k].Load(), d.Remaining, "round %d, key %d", round, k)
+				}
+			}
+		})
+	}
+}
+
+// TestARefillForAReplacedLeaseGoesBack: a refill that arrives after its
+// lease was replaced (the key asked for under another limit) is refunded.
+func TestARefillForAReplacedLeaseGoesBack(t *testing.T) {
+	shared := newBatching(t, 0)
+	l, err := lease.New(shared, lease.WithBatch(10), lease.WithHold(time.Minute))
+	require.NoError(t, err)
+	for range 5 {
+		_, err := l.AllowN(t.Context(), "k", noRefill, 1)
+		require.NoError(t, err)
+	}
+	shared.delay.Store(int64(100 * time.Millisecond))
+	_, err = l.AllowN(t.Context(), "k", noRefill, 1) // 4 of 10 left: a refill of 10 leaves
+	require.NoError(t, err)
+	shared.delay.Store(0)
+	// The same rate and period with another burst: one token means the same
+	// in both, so the bucket counts one sum.
+	other := noRefill.WithBurst(2 * noRefill.Burst)
+	_, err = l.AllowN(t.Context(), "k", other, 1)
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond) // the refill lands on the replaced lease
+	require.NoError(t, l.Close())
+	d, err := shared.Limiter.AllowN(t.Context(), "k", noRefill, 0)
+	require.NoError(t, err)
+	require.Equal(t, noRefill.Burst-7, d.Remaining, "the 7 spent are gone, nothing else")
+}
+
+// TestByHashTagOnARing: a go-redis Ring runs a batch on the shard of its
+// first key and reports nothing, so with ByHashTag only keys of one tag
+// share a batch of refills, and every key stays within its own bucket.
+func TestByHashTagOnARing(t *testing.T) {
+	a, b := sluicetest.StartRedis(t), sluicetest.StartRedis(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr(), "b": b.Addr()}, MaxRetries: -1})
+	t.Cleanup(func() { _ = ring.Close() })
+	tb, err := tokenbucket.New(goredisstore.New(ring))
+	require.NoError(t, err)
+	shared := &batching{Limiter: tb}
+	shared.delay.Store(int64(2 * time.Millisecond)) // so that refills queue up
+	l, err := lease.New(shared, lease.WithBatch(10), lease.WithHold(time.Minute), lease.ByHashTag())
+	require.NoError(t, err)
+	limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 40}
+	const keys = 40
+	prefix := sluicetest.UniqueKey(t)
+	key := func(k int) string { return sluice.Key(fmt.Sprintf("%s-%d", prefix, k)) }
+	admitted := make([]atomic.Int64, keys)
+	var wg sync.WaitGroup
+	for k := range keys {
+		for range 4 {
+			wg.Go(func() { admit(t, l, key(k), limit, 15, &admitted[k]) })
+		}
+	}
+	wg.Wait()
+	require.NoError(t, l.Close())
+	t.Logf("%d refills in %d batches", shared.batched.Load(), shared.batches.Load())
+	for k := range keys {
+		require.LessOrEqual(t, admitted[k].Load(), limit.Burst, "key %d", k)
+		d, err := tb.AllowN(t.Context(), key(k), limit, 0)
+		require.NoError(t, err)
+		require.Equal(t, limit.Burst-admitted[k].Load(), d.Remaining, "key %d: its own bucket holds what it spent", k)
+	}
+}

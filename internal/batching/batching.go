@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice"
@@ -59,7 +60,8 @@ func (s *Sender) Counts() (batches, requests int64) {
 
 // Decide decides every request of reqs (1 to [sluice.MaxBatch]) and sets
 // results[i], which must be as long as reqs, to request i's answer. A
-// group of one is decided with AllowN.
+// group of one is decided with AllowN. Grouped by tag, the groups go at
+// the same time (up to 16), each from a goroutine of its own.
 func (s *Sender) Decide(ctx context.Context, reqs []sluice.Request, results []sluice.Result) {
 	if len(results) != len(reqs) {
 		panic(fmt.Sprintf("batching: %d results for %d requests", len(results), len(reqs)))
@@ -72,8 +74,39 @@ func (s *Sender) Decide(ctx context.Context, reqs []sluice.Request, results []sl
 		s.decide(ctx, reqs, results, at)
 		return
 	}
-	for _, group := range groupByTag(reqs, at) {
-		s.decide(ctx, reqs, results, group)
+	s.decideGroups(ctx, reqs, results, groupByTag(reqs, at))
+}
+
+// maxConcurrentGroups bounds the groups of one Decide sent at once: on a
+// Cluster, keys of different tags are often on different nodes, and one
+// after another they would cost a round trip each.
+const maxConcurrentGroups = 16
+
+// decideGroups decides each group (disjoint positions of reqs), up to
+// maxConcurrentGroups at once.
+func (s *Sender) decideGroups(ctx context.Context, reqs []sluice.Request, results []sluice.Result, groups [][]int) {
+	if len(groups) == 1 {
+		s.decide(ctx, reqs, results, groups[0])
+		return
+	}
+	slots := make(chan struct{}, maxConcurrentGroups)
+	var wg sync.WaitGroup
+	var panicked atomic.Value
+	for _, g := range groups {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() {
+				<-slots
+				if p := recover(); p != nil {
+					panicked.CompareAndSwap(nil, p) // goes on in the caller, below
+				}
+			}()
+			s.decide(ctx, reqs, results, g)
+		})
+	}
+	wg.Wait()
+	if p := panicked.Load(); p != nil {
+		panic(p)
 	}
 }
 
@@ -109,9 +142,7 @@ func (s *Sender) decide(ctx context.Context, reqs []sluice.Request, results []sl
 	case errors.Is(err, sluice.ErrCrossSlot) && len(groupByTag(reqs, at)) > 1:
 		// Refused before running: a Cluster. Group by tag from now on.
 		s.byTag.Store(true)
-		for _, g := range groupByTag(reqs, at) {
-			s.decide(ctx, reqs, results, g)
-		}
+		s.decideGroups(ctx, reqs, results, groupByTag(reqs, at))
 	default:
 		s.count(len(at))
 		for _, j := range at {

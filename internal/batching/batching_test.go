@@ -5,7 +5,10 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,6 +22,7 @@ var errBad = errors.New("bad request")
 // with "bad" are refused as a RequestError; as a Cluster it refuses
 // batches whose keys' tags differ; failWith fails every batch.
 type fake struct {
+	mu       sync.Mutex // the groups of a Decide may come at once
 	cluster  bool
 	failWith error
 	short    bool // answer one result too few
@@ -27,11 +31,15 @@ type fake struct {
 }
 
 func (f *fake) AllowN(_ context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.singles = append(f.singles, key)
 	return sluice.Decision{Allowed: true, Limit: limit, Remaining: n}, nil
 }
 
 func (f *fake) AllowBatch(_ context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	var keys []string
 	for i, r := range reqs {
 		if strings.HasPrefix(r.Key, "bad") {
@@ -120,7 +128,7 @@ func TestACrossSlotBatchIsSplitByTag(t *testing.T) {
 	s := batching.NewSender(f, false)
 	reqs := requests("{x}1", "{y}1", "{x}2", "untagged", "{y}2")
 	requireDecided(t, reqs, decide(s, reqs))
-	require.Equal(t, [][]string{{"{x}1", "{x}2"}, {"{y}1", "{y}2"}}, f.batches)
+	require.ElementsMatch(t, [][]string{{"{x}1", "{x}2"}, {"{y}1", "{y}2"}}, f.batches, "each tag's keys together, in order")
 	require.Equal(t, []string{"untagged"}, f.singles, "a key without a tag goes alone")
 	require.True(t, s.ByTag(), "and batches are grouped by tag from now on")
 
@@ -152,4 +160,63 @@ func TestHashTag(t *testing.T) {
 			require.Equal(t, sluice.HashSlot(key), sluice.HashSlot("{"+tag+"}"), "the slot is the tag's: %s", key)
 		}
 	}
+}
+
+// panicky panics on the batch that holds key "boom".
+type panicky struct{ fake }
+
+func (p *panicky) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	for _, r := range reqs {
+		if r.Key == "{b}boom" {
+			panic("boom")
+		}
+	}
+	return p.fake.AllowBatch(ctx, reqs)
+}
+
+func TestAPanicInAGroupReachesTheCaller(t *testing.T) {
+	s := batching.NewSender(&panicky{}, true)
+	reqs := requests("{a}1", "{a}2", "{b}boom", "{b}2")
+	require.PanicsWithValue(t, "boom", func() { decide(s, reqs) })
+}
+
+// gathering counts the calls in flight at once; each call waits (up to
+// 200 ms) until want calls are in flight together.
+type gathering struct {
+	fake
+	want           int32
+	inFlight, most atomic.Int32
+	allThere       chan struct{}
+	allThereOnce   sync.Once
+}
+
+func (g *gathering) wait() {
+	n := g.inFlight.Add(1)
+	defer g.inFlight.Add(-1)
+	for m := g.most.Load(); n > m && !g.most.CompareAndSwap(m, n); m = g.most.Load() {
+	}
+	if n == g.want {
+		g.allThereOnce.Do(func() { close(g.allThere) })
+	}
+	select {
+	case <-g.allThere:
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func (g *gathering) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	g.wait()
+	return g.fake.AllowN(ctx, key, limit, n)
+}
+
+func (g *gathering) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	g.wait()
+	return g.fake.AllowBatch(ctx, reqs)
+}
+
+func TestGroupsGoAtTheSameTime(t *testing.T) {
+	g := &gathering{fake: fake{cluster: true}, want: 4, allThere: make(chan struct{})}
+	reqs := requests("{a}1", "{b}1", "{c}1", "{d}1", "{a}2", "{b}2", "{c}2", "{d}2")
+	requireDecided(t, reqs, decide(batching.NewSender(g, true), reqs))
+	require.Equal(t, int32(4), g.most.Load(), "the 4 tags' batches were in flight together")
 }
