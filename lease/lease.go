@@ -18,10 +18,13 @@
 // Sluice algorithm does), the background refills of all keys leave
 // together: one script call for up to [sluice.MaxBatch] refills, at most
 // two calls in flight, and no timer (a refill goes at once when a call is
-// free). On a Redis Cluster the first batch whose keys span slots is
-// refused before it runs; refills are then grouped by hash tag, the groups
-// sent at the same time. A go-redis Ring reports nothing of the kind: give
-// [ByHashTag] with one.
+// free). A key's first lease joins them too, so that keys needing one at
+// the same moment (a process starting under load) share calls; after a
+// denied lease, the call that needs the next takes it alone, so that its
+// answer is its own decision. On a Redis Cluster the first batch whose
+// keys span slots is refused before it runs; refills are then grouped by
+// hash tag, the groups sent at the same time. A go-redis Ring reports
+// nothing of the kind: give [ByHashTag] with one.
 //
 // [Limiter.Close] waits for the refills on their way, then refunds what
 // every lease holds. A lease a call is still taking when Close returns is
@@ -132,6 +135,7 @@ type lease struct {
 	expires  int64 // Unix nanoseconds: when the tokens must be refunded
 	size     int64 // the next lease's size
 	fetching chan struct{}
+	denied   bool // the last lease asked for was denied
 	replaced bool // no longer in the map: spend nothing more from it
 }
 
@@ -245,12 +249,27 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 		}
 		fetching := le.fetching
 		if fetching == nil && attempt == 0 {
-			// Nothing is on its way: this call takes the lease, and the
-			// calls that meet the lease empty meanwhile wait for it.
-			owned := make(chan struct{})
-			le.fetching = owned
-			le.mu.Unlock()
-			return l.takeLease(ctx, key, limit, le, n, owned)
+			if l.sender != nil && !le.denied {
+				// Nothing is on its way: the lease joins the refills, so
+				// that keys needing one at the same moment (a process
+				// starting, new tenants arriving) share script calls, and
+				// this call waits for it like any other.
+				le.fetching = make(chan struct{})
+				if l.refillLater(le) {
+					fetching = le.fetching
+				} else {
+					le.fetching = nil
+				}
+			}
+			if fetching == nil {
+				// This call takes the lease itself (the last lease was
+				// denied, so its own decision is likely the answer), and
+				// the calls that meet the lease empty meanwhile wait.
+				owned := make(chan struct{})
+				le.fetching = owned
+				le.mu.Unlock()
+				return l.takeLease(ctx, key, limit, le, n, owned)
+			}
 		}
 		le.mu.Unlock()
 		if fetching == nil || attempt > 0 {
@@ -313,6 +332,7 @@ func (l *Limiter) takeLease(ctx context.Context, key string, limit sluice.Limit,
 	le.tokens += size - n
 	le.expires = time.Now().Add(l.hold).UnixNano()
 	le.size = l.nextSize(d.Remaining)
+	le.denied = false
 	d.Remaining = le.tokens
 	le.mu.Unlock()
 	return d, nil
@@ -401,12 +421,14 @@ func (l *Limiter) addLease(le *lease, size int64, r sluice.Result) {
 		// The next request takes its lease itself, and sees the error.
 	case !r.Decision.Allowed:
 		le.size = l.nextSize(r.Decision.Remaining)
+		le.denied = true
 	case le.replaced:
 		refund = true
 	default:
 		le.tokens += size
 		le.expires = time.Now().Add(l.hold).UnixNano()
 		le.size = l.nextSize(r.Decision.Remaining)
+		le.denied = false
 	}
 	le.mu.Unlock()
 	if refund {
@@ -420,9 +442,12 @@ func (l *Limiter) nextSize(remaining int64) int64 {
 	return min(l.batch, max(1, remaining/4))
 }
 
+// shrink records a denied lease: the next is smaller, and taken by the
+// call that needs it.
 func (l *Limiter) shrink(le *lease, remaining int64) {
 	le.mu.Lock()
 	le.size = l.nextSize(remaining)
+	le.denied = true
 	le.mu.Unlock()
 }
 

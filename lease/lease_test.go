@@ -144,7 +144,14 @@ func TestExpiredLeasesAreRefunded(t *testing.T) {
 }
 
 func TestLeasesShrinkAsTheBucketEmpties(t *testing.T) {
-	_, shared := newShared(t)
+	t.Run("refills one by one", func(t *testing.T) {
+		_, shared := newShared(t)
+		leasesShrink(t, shared)
+	})
+	t.Run("refills in batches", func(t *testing.T) { leasesShrink(t, newBatching(t, 0)) })
+}
+
+func leasesShrink(t *testing.T, shared lease.Refunder) {
 	l, err := lease.New(shared, lease.WithBatch(100), lease.WithHold(time.Minute))
 	require.NoError(t, err)
 	defer l.Close()
@@ -497,4 +504,25 @@ func TestByHashTagOnARing(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, limit.Burst-admitted[k].Load(), d.Remaining, "key %d: its own bucket holds what it spent", k)
 	}
+}
+
+// TestFirstLeasesOfManyKeysShareCalls: when many keys need their first
+// lease at once, as when a process starts under load, the leases go in
+// batches, not one call each.
+func TestFirstLeasesOfManyKeysShareCalls(t *testing.T) {
+	shared := newBatching(t, 20*time.Millisecond)
+	l, err := lease.New(shared, lease.WithBatch(10))
+	require.NoError(t, err)
+	defer l.Close()
+	const keys = 100
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for k := range keys {
+		wg.Go(func() { admit(t, l, fmt.Sprintf("k%d", k), noRefill, 1, &admitted) })
+	}
+	wg.Wait()
+	calls := shared.single.Load() + shared.batches.Load()
+	t.Logf("%d first leases in %d calls", keys, calls)
+	require.Equal(t, int64(keys), admitted.Load())
+	require.LessOrEqual(t, calls, int64(keys/10), "first leases share calls")
 }
