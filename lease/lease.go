@@ -17,25 +17,30 @@
 // When the wrapped limiter takes batches ([sluice.BatchLimiter], as every
 // Sluice algorithm does), the background refills of all keys leave
 // together: one script call for up to [sluice.MaxBatch] refills, at most
-// two calls in flight, and no timer (a refill goes at once when a call is
-// free). A key's first lease joins them too, so that keys needing one at
-// the same moment (a process starting under load) share calls; after a
-// denied lease, the call that needs the next takes it alone, so that its
-// answer is its own decision. On a Redis Cluster the first batch whose
-// keys span slots is refused before it runs; refills are then grouped by
-// hash tag, the groups sent at the same time. A go-redis Ring reports
-// nothing of the kind: give [ByHashTag] with one.
+// two such batches on their way, and no timer (a refill goes at once when
+// a batch can). A key's first lease joins them too, so that keys needing
+// one at the same moment (a process starting under load) share calls. The
+// call that needs a lease takes it alone instead when it needs more than
+// the next lease's size, or when the last lease asked for was denied or
+// failed, so that its answer is its own decision. On a Redis Cluster the
+// first batch whose keys span slots is refused before it runs; refills are
+// then grouped by hash tag, and a batch's groups are sent at the same time
+// (up to 16). A go-redis Ring reports nothing of the kind: give
+// [ByHashTag] with one.
 //
 // [Limiter.Close] waits for the refills on their way, then refunds what
-// every lease holds. A lease a call is still taking when Close returns is
-// refunded by that call, less what it spends, when it arrives.
+// every lease holds; calls made meanwhile may return [ErrClosed]. A lease a
+// call is still taking when Close returns is refunded by that call, less
+// what it spends, when it arrives.
 //
 // The lease size adapts. It starts at the batch size B ([WithBatch]) and is
 // never more than a quarter of what the shared limiter reported left after
 // the last lease (at least 1), so as a bucket empties the leases shrink and
 // one process cannot take what others need. A lease that the shared limiter
-// denies is never partly granted: the request at hand is then decided by
-// the shared limiter alone, with its honest RetryAfter.
+// denies is never partly granted. A call that finds no tokens after waiting
+// for a lease asks the shared limiter for a lease of its own, or, when
+// that is denied too, for its own request alone, and gets that decision
+// with its honest RetryAfter.
 //
 // # Bounds
 //
@@ -135,8 +140,10 @@ type lease struct {
 	expires  int64 // Unix nanoseconds: when the tokens must be refunded
 	size     int64 // the next lease's size
 	fetching chan struct{}
-	denied   bool // the last lease asked for was denied
-	replaced bool // no longer in the map: spend nothing more from it
+	// takeAlone: the last lease asked for was denied or failed, so the
+	// next is taken by the call that needs it, not queued.
+	takeAlone bool
+	replaced  bool // no longer in the map: spend nothing more from it
 }
 
 // Option configures a [Limiter].
@@ -225,15 +232,21 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	}
 	for attempt := 0; ; attempt++ {
 		le.mu.Lock()
-		if le.replaced { // swept or replaced meanwhile: use the current one
+		if le.replaced { // swept or replaced meanwhile: start over on the current one
 			le.mu.Unlock()
 			if le, err = l.leaseFor(key, limit); err != nil {
 				return sluice.Decision{}, err
 			}
+			attempt = -1
 			continue
 		}
-		if le.expires <= l.nowNanos.Load() && le.tokens > 0 && l.refundLater(key, limit, le.tokens) {
-			le.tokens = 0 // (when Close has begun, its sweep refunds them)
+		if le.expires <= l.nowNanos.Load() && le.tokens > 0 {
+			if !l.refundLater(key, limit, le.tokens) {
+				// Close has begun: its sweep refunds them; spend none.
+				le.mu.Unlock()
+				return sluice.Decision{}, ErrClosed
+			}
+			le.tokens = 0
 		}
 		if le.tokens >= n {
 			le.tokens -= n
@@ -249,7 +262,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 		}
 		fetching := le.fetching
 		if fetching == nil && attempt == 0 {
-			if l.sender != nil && !le.denied {
+			if l.sender != nil && !le.takeAlone && le.size >= n {
 				// Nothing is on its way: the lease joins the refills, so
 				// that keys needing one at the same moment (a process
 				// starting, new tenants arriving) share script calls, and
@@ -262,8 +275,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 				}
 			}
 			if fetching == nil {
-				// This call takes the lease itself (the last lease was
-				// denied, so its own decision is likely the answer), and
+				// This call takes the lease itself (the last one asked for
+				// was denied or failed, so this call's own answer is
+				// likely the answer; or it needs more than a lease), and
 				// the calls that meet the lease empty meanwhile wait.
 				owned := make(chan struct{})
 				le.fetching = owned
@@ -308,6 +322,9 @@ func (l *Limiter) takeLease(ctx context.Context, key string, limit sluice.Limit,
 	le.mu.Unlock()
 	d, err := l.next.AllowN(ctx, key, limit, size)
 	if err != nil {
+		le.mu.Lock()
+		le.takeAlone = true
+		le.mu.Unlock()
 		return sluice.Decision{}, err
 	}
 	if !d.Allowed {
@@ -332,7 +349,7 @@ func (l *Limiter) takeLease(ctx context.Context, key string, limit sluice.Limit,
 	le.tokens += size - n
 	le.expires = time.Now().Add(l.hold).UnixNano()
 	le.size = l.nextSize(d.Remaining)
-	le.denied = false
+	le.takeAlone = false
 	d.Remaining = le.tokens
 	le.mu.Unlock()
 	return d, nil
@@ -418,17 +435,17 @@ func (l *Limiter) addLease(le *lease, size int64, r sluice.Result) {
 	refund := false
 	switch {
 	case r.Err != nil:
-		// The next request takes its lease itself, and sees the error.
+		le.takeAlone = true // the next request takes its lease itself, and sees the error
 	case !r.Decision.Allowed:
 		le.size = l.nextSize(r.Decision.Remaining)
-		le.denied = true
+		le.takeAlone = true
 	case le.replaced:
 		refund = true
 	default:
 		le.tokens += size
 		le.expires = time.Now().Add(l.hold).UnixNano()
 		le.size = l.nextSize(r.Decision.Remaining)
-		le.denied = false
+		le.takeAlone = false
 	}
 	le.mu.Unlock()
 	if refund {
@@ -447,7 +464,7 @@ func (l *Limiter) nextSize(remaining int64) int64 {
 func (l *Limiter) shrink(le *lease, remaining int64) {
 	le.mu.Lock()
 	le.size = l.nextSize(remaining)
-	le.denied = true
+	le.takeAlone = true
 	le.mu.Unlock()
 }
 

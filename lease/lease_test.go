@@ -243,6 +243,7 @@ func TestProcessesOnRealRedis(t *testing.T) {
 // sent to Redis is).
 type batching struct {
 	*tokenbucket.Limiter
+	fail                     atomic.Bool  // every call fails
 	delay                    atomic.Int64 // nanoseconds
 	single, batches, batched atomic.Int64
 	crossSlot                atomic.Int64 // batches a Cluster refused
@@ -251,6 +252,9 @@ type batching struct {
 func (b *batching) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
 	b.single.Add(1)
 	time.Sleep(time.Duration(b.delay.Load()))
+	if b.fail.Load() {
+		return sluice.Decision{}, errStore
+	}
 	return b.Limiter.AllowN(context.WithoutCancel(ctx), key, limit, n)
 }
 
@@ -258,12 +262,17 @@ func (b *batching) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slu
 	b.batches.Add(1)
 	b.batched.Add(int64(len(reqs)))
 	time.Sleep(time.Duration(b.delay.Load()))
+	if b.fail.Load() {
+		return nil, errStore
+	}
 	results, err := b.Limiter.AllowBatch(context.WithoutCancel(ctx), reqs)
 	if errors.Is(err, sluice.ErrCrossSlot) {
 		b.crossSlot.Add(1)
 	}
 	return results, err
 }
+
+var errStore = errors.New("store unavailable")
 
 func newBatching(t *testing.T, delay time.Duration) *batching {
 	return newBatchingOn(t, memstore.New(), delay)
@@ -362,16 +371,17 @@ func TestCloseWaitsForRefillsInFlight(t *testing.T) {
 	require.Equal(t, noRefill.Burst-6, d.Remaining, "only the 6 spent are gone")
 }
 
-// slowTaker delays the shared limiter's AllowN (no batches) and decides it
-// even if its caller gives up.
+// slowTaker delays the shared limiter's AllowN and decides it even if its
+// caller gives up. It takes no batches (it embeds the interface, not the
+// token bucket), so every lease is a call of its own.
 type slowTaker struct {
-	*tokenbucket.Limiter
+	lease.Refunder
 	delay time.Duration
 }
 
 func (s *slowTaker) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
 	time.Sleep(s.delay)
-	return s.Limiter.AllowN(context.WithoutCancel(ctx), key, limit, n)
+	return s.Refunder.AllowN(context.WithoutCancel(ctx), key, limit, n)
 }
 
 // TestCloseDuringATakeLosesNothing: a lease a call is taking when Close
@@ -379,7 +389,7 @@ func (s *slowTaker) AllowN(ctx context.Context, key string, limit sluice.Limit, 
 func TestCloseDuringATakeLosesNothing(t *testing.T) {
 	tb, err := tokenbucket.New(memstore.New())
 	require.NoError(t, err)
-	l, err := lease.New(&slowTaker{Limiter: tb, delay: 100 * time.Millisecond}, lease.WithBatch(10))
+	l, err := lease.New(&slowTaker{Refunder: tb, delay: 100 * time.Millisecond}, lease.WithBatch(10))
 	require.NoError(t, err)
 	done := make(chan error)
 	go func() {
@@ -403,7 +413,7 @@ func TestCloseUnderLoadLosesNothing(t *testing.T) {
 			for round := range 20 {
 				tb, err := tokenbucket.New(memstore.New())
 				require.NoError(t, err)
-				var shared lease.Refunder = &slowTaker{Limiter: tb, delay: time.Millisecond}
+				var shared lease.Refunder = &slowTaker{Refunder: tb, delay: time.Millisecond}
 				if batches {
 					b := &batching{Limiter: tb}
 					b.delay.Store(int64(time.Millisecond))
@@ -525,4 +535,68 @@ func TestFirstLeasesOfManyKeysShareCalls(t *testing.T) {
 	t.Logf("%d first leases in %d calls", keys, calls)
 	require.Equal(t, int64(keys), admitted.Load())
 	require.LessOrEqual(t, calls, int64(keys/10), "first leases share calls")
+}
+
+// calls is how many calls reached the shared limiter.
+func (b *batching) calls() int64 { return b.single.Load() + b.batches.Load() }
+
+// TestAfterADenialOrAnErrorTheCallerTakesAlone: once a lease was denied or
+// failed, the next is taken by the call that needs it, one call per
+// decision, rather than queued and then asked for again.
+func TestAfterADenialOrAnErrorTheCallerTakesAlone(t *testing.T) {
+	t.Run("denied", func(t *testing.T) {
+		shared := newBatching(t, 0)
+		l, err := lease.New(shared, lease.WithBatch(10), lease.WithHold(time.Minute))
+		require.NoError(t, err)
+		defer l.Close()
+		limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 5}
+		for i := 0; ; i++ {
+			require.Less(t, i, 20, "the bucket empties")
+			d, err := l.AllowN(t.Context(), "k", limit, 1)
+			require.NoError(t, err)
+			if !d.Allowed {
+				break
+			}
+		}
+		before := shared.calls()
+		for range 10 {
+			d, err := l.AllowN(t.Context(), "k", limit, 1)
+			require.NoError(t, err)
+			require.False(t, d.Allowed)
+			require.Positive(t, d.RetryAfter)
+		}
+		require.Equal(t, int64(10), shared.calls()-before, "one call per denied decision")
+	})
+	t.Run("failed", func(t *testing.T) {
+		shared := newBatching(t, 0)
+		shared.fail.Store(true)
+		l, err := lease.New(shared, lease.WithBatch(10))
+		require.NoError(t, err)
+		defer l.Close()
+		for range 10 {
+			_, err := l.AllowN(t.Context(), "k", noRefill, 1)
+			require.ErrorIs(t, err, errStore)
+		}
+		require.LessOrEqual(t, shared.calls(), int64(11), "one call per decision, and one queued before the first")
+	})
+}
+
+// TestACallNeedingMoreThanALeaseTakesWhatItNeeds: a request of cost above
+// the next lease's size (but within B) asks for what it needs at once, so
+// it is allowed whenever the shared limiter has that much.
+func TestACallNeedingMoreThanALeaseTakesWhatItNeeds(t *testing.T) {
+	shared := newBatching(t, 0)
+	l, err := lease.New(shared, lease.WithBatch(10), lease.WithHold(time.Minute))
+	require.NoError(t, err)
+	defer l.Close()
+	limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 20}
+	for _, n := range []int64{1, 9} { // a lease of 10, spent; the next, of 2, is taken in the background
+		d, err := l.AllowN(t.Context(), "k", limit, n)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	time.Sleep(50 * time.Millisecond) // the refill of 2 lands: 2 held here, 8 left in the bucket
+	d, err := l.AllowN(t.Context(), "k", limit, 8)
+	require.NoError(t, err)
+	require.True(t, d.Allowed, "8 are available: 2 here and 8 in the bucket")
 }

@@ -91,22 +91,23 @@ func (s *Sender) decideGroups(ctx context.Context, reqs []sluice.Request, result
 	}
 	slots := make(chan struct{}, maxConcurrentGroups)
 	var wg sync.WaitGroup
-	var panicked atomic.Value
+	var first sync.Once
+	var panicked any // the first panic of a group, raised again below
 	for _, g := range groups {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() {
 				<-slots
 				if p := recover(); p != nil {
-					panicked.CompareAndSwap(nil, p) // goes on in the caller, below
+					first.Do(func() { panicked = p })
 				}
 			}()
 			s.decide(ctx, reqs, results, g)
 		})
 	}
 	wg.Wait()
-	if p := panicked.Load(); p != nil {
-		panic(p)
+	if panicked != nil {
+		panic(panicked)
 	}
 }
 

@@ -162,13 +162,17 @@ func TestHashTag(t *testing.T) {
 	}
 }
 
-// panicky panics on the batch that holds key "boom".
+// panicky panics on the batches that hold key "{b}boom" (with a string)
+// or "{c}bang" (with an error).
 type panicky struct{ fake }
 
 func (p *panicky) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
 	for _, r := range reqs {
-		if r.Key == "{b}boom" {
+		switch r.Key {
+		case "{b}boom":
 			panic("boom")
+		case "{c}bang":
+			panic(errors.New("bang"))
 		}
 	}
 	return p.fake.AllowBatch(ctx, reqs)
@@ -178,6 +182,8 @@ func TestAPanicInAGroupReachesTheCaller(t *testing.T) {
 	s := batching.NewSender(&panicky{}, true)
 	reqs := requests("{a}1", "{a}2", "{b}boom", "{b}2")
 	require.PanicsWithValue(t, "boom", func() { decide(s, reqs) })
+	reqs = requests("{a}1", "{a}2", "{b}boom", "{b}2", "{c}bang", "{c}2")
+	require.Panics(t, func() { decide(s, reqs) }, "two groups panicking with values of different types")
 }
 
 // gathering counts the calls in flight at once; each call waits (up to
