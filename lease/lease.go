@@ -46,10 +46,15 @@
 //
 // Leased tokens are taken from the shared limiter before they are spent, so
 // the processes together never admit more than the limiter would unleased
-// (Burst + Rate × T over any T for a token bucket). They may admit less: at
-// most N × B tokens can sit in N processes' leases, unspent; refunds give
-// them back when the leases expire. Tokens held by a process that dies are
-// lost until the bucket refills. docs/scaling.md has the measured figures.
+// (Burst + Rate × T over any T for a token bucket). They may admit less,
+// by what sits unspent in leases: per key and process, up to about 1.5 × B
+// (the next lease is taken when half of one is left), more for a moment on
+// a key so busy that calls take leases of their own, and little near the
+// limit, where leases shrink to a quarter of what the bucket has left.
+// Refunds give them back when the leases expire. Tokens held by a process
+// that dies are lost until the bucket refills. docs/scaling.md has the
+// measured figures (N processes of B = 50 admitted within N × B of the
+// unleased bound).
 //
 // Requests of cost above B, and peeks, go to the shared limiter directly.
 // A decision from a lease reports the lease's own Remaining, Source
@@ -222,6 +227,9 @@ var ErrClosed = errors.New("lease: limiter closed")
 func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
 	if err := sluice.ValidateKey(key); err != nil {
 		return sluice.Decision{}, fmt.Errorf("lease: %w", err)
+	}
+	if l.closed.Load() {
+		return sluice.Decision{}, ErrClosed
 	}
 	if n <= 0 || n > l.batch {
 		return l.next.AllowN(ctx, key, limit, n) // peeks, bad costs and large requests
@@ -526,12 +534,18 @@ func (l *Limiter) admitFresh(key string, fresh *lease) (*lease, error) {
 // whether it will: not once Close has begun, when the caller must keep the
 // tokens for Close's sweep or refund them itself.
 func (l *Limiter) refundLater(key string, limit sluice.Limit, n int64) bool {
+	return l.inBackground(func() { l.refundNow(context.Background(), key, limit, n) })
+}
+
+// inBackground runs work in a goroutine that Close waits for, and reports
+// whether it does: not once Close has begun.
+func (l *Limiter) inBackground(work func()) bool {
 	l.refillMu.Lock()
 	defer l.refillMu.Unlock()
 	if l.stopping {
 		return false
 	}
-	l.refilling.Go(func() { l.refundNow(context.Background(), key, limit, n) })
+	l.refilling.Go(work)
 	return true
 }
 
@@ -574,7 +588,7 @@ func (l *Limiter) janitor(cancelFirst context.CancelFunc) {
 			l.nowNanos.Store(now.UnixNano())
 			renew(now)
 			if now.Sub(lastSweep) >= l.hold/2 {
-				l.sweep(false)
+				l.sweep(false) // its refunds go in the background: the clock keeps moving
 				lastSweep = now
 			}
 		}
@@ -610,17 +624,25 @@ func (l *Limiter) sweep(all bool) {
 		return true
 	})
 	l.mu.Unlock()
-	// Refunds go a few at a time: Close may have thousands to make.
-	slots := make(chan struct{}, sweepRefunds)
-	var wg sync.WaitGroup
-	for _, r := range refunds {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			l.refundNow(context.Background(), r.le.key, r.le.limit, r.n)
-		})
+	if len(refunds) == 0 {
+		return
 	}
-	wg.Wait()
+	// Refunds go a few at a time: Close may have thousands to make.
+	refundAll := func() {
+		slots := make(chan struct{}, sweepRefunds)
+		var wg sync.WaitGroup
+		for _, r := range refunds {
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				l.refundNow(context.Background(), r.le.key, r.le.limit, r.n)
+			})
+		}
+		wg.Wait()
+	}
+	if all || !l.inBackground(refundAll) {
+		refundAll()
+	}
 }
 
 // sweepRefunds is how many refunds a sweep makes at once.

@@ -195,8 +195,10 @@ func TestPassThroughAndBadInput(t *testing.T) {
 
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close())
-	_, err = l.AllowN(t.Context(), "k", noRefill, 1)
-	require.ErrorIs(t, err, lease.ErrClosed)
+	for _, n := range []int64{1, 0, 50} { // a lease, a peek, a cost above B
+		_, err = l.AllowN(t.Context(), "k", noRefill, n)
+		require.ErrorIs(t, err, lease.ErrClosed, "cost %d", n)
+	}
 
 	_, err = lease.New(nil)
 	require.Error(t, err)
@@ -599,4 +601,53 @@ func TestACallNeedingMoreThanALeaseTakesWhatItNeeds(t *testing.T) {
 	d, err := l.AllowN(t.Context(), "k", limit, 8)
 	require.NoError(t, err)
 	require.True(t, d.Allowed, "8 are available: 2 here and 8 in the bucket")
+}
+
+// slowRefunds makes the shared limiter's refunds slow and records calls
+// that arrive with their context already over.
+type slowRefunds struct {
+	*batching
+	refundDelay time.Duration
+	lateCalls   atomic.Int64
+}
+
+func (s *slowRefunds) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	time.Sleep(s.refundDelay)
+	return s.batching.Refund(ctx, key, limit, n)
+}
+
+func (s *slowRefunds) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx.Err() != nil {
+		s.lateCalls.Add(1)
+	}
+	return s.batching.AllowN(ctx, key, limit, n)
+}
+
+func (s *slowRefunds) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	if ctx.Err() != nil {
+		s.lateCalls.Add(1)
+	}
+	return s.batching.AllowBatch(ctx, reqs)
+}
+
+// TestSlowRefundsDoNotStopTheClock: the janitor refunds expired leases in
+// the background, so slow refunds (a slow or failing Redis) neither stop
+// the lease clock nor let the refills' context run out.
+func TestSlowRefundsDoNotStopTheClock(t *testing.T) {
+	shared := &slowRefunds{batching: newBatching(t, 0), refundDelay: 300 * time.Millisecond}
+	l, err := lease.New(shared, lease.WithBatch(10), lease.WithHold(100*time.Millisecond))
+	require.NoError(t, err)
+	defer l.Close()
+	for k := range 96 { // 96 leases that expire together: 6 rounds of 16 slow refunds
+		_, err := l.AllowN(t.Context(), fmt.Sprintf("idle%d", k), noRefill, 1)
+		require.NoError(t, err)
+	}
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(deadline) { // meanwhile a busy key keeps refilling
+		d, err := l.AllowN(t.Context(), "busy", sluice.PerSecond(1_000_000).WithBurst(1_000_000), 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		time.Sleep(time.Millisecond)
+	}
+	require.Zero(t, shared.lateCalls.Load(), "no refill left with its context over")
 }
