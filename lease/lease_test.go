@@ -407,11 +407,16 @@ func TestCloseDuringATakeLosesNothing(t *testing.T) {
 }
 
 // TestCloseUnderLoadLosesNothing: Close while many goroutines spend on many
-// keys, with refills on their way: afterwards each key's bucket is lower by
-// exactly what was admitted from it, whatever the interleaving.
+// keys, with refills on their way (and, with a short hold, leases expiring
+// and being refunded all the while): afterwards each key's bucket is lower
+// by exactly what was admitted from it, whatever the interleaving.
 func TestCloseUnderLoadLosesNothing(t *testing.T) {
-	for _, batches := range []bool{false, true} {
-		t.Run(fmt.Sprintf("batches=%t", batches), func(t *testing.T) {
+	for _, c := range []struct {
+		batches bool
+		hold    time.Duration // short: leases expire and are refunded all the time
+	}{{false, time.Minute}, {true, time.Minute}, {false, 3 * time.Millisecond}, {true, 3 * time.Millisecond}} {
+		batches := c.batches
+		t.Run(fmt.Sprintf("batches=%t/hold=%s", batches, c.hold), func(t *testing.T) {
 			for round := range 20 {
 				tb, err := tokenbucket.New(memstore.New())
 				require.NoError(t, err)
@@ -421,7 +426,7 @@ func TestCloseUnderLoadLosesNothing(t *testing.T) {
 					b.delay.Store(int64(time.Millisecond))
 					shared = b
 				}
-				l, err := lease.New(shared, lease.WithBatch(10), lease.WithHold(time.Minute))
+				l, err := lease.New(shared, lease.WithBatch(10), lease.WithHold(c.hold))
 				require.NoError(t, err)
 				const keys = 8
 				admitted := make([]atomic.Int64, keys)
