@@ -13,17 +13,24 @@ import (
 	"github.com/sluicehq/sluice/store/embedded"
 )
 
+// embeddedClient starts the embedded store and returns a client to it;
+// both close when the test ends.
+func embeddedClient(t *testing.T) *redis.Client {
+	store, err := embedded.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	client := redis.NewClient(&redis.Options{Addr: store.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
 // TestRunOnTheEmbeddedStore runs two scenarios against a few subjects on
 // the embedded store and checks what the results must say whatever the
 // machine: steady traffic under the limit is all admitted, per-pod
 // x/time/rate limiters admit more than the shared limit while Sluice's
 // shared bucket does not.
 func TestRunOnTheEmbeddedStore(t *testing.T) {
-	store, err := embedded.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	client := redis.NewClient(&redis.Options{Addr: store.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { _ = client.Close() })
+	client := embeddedClient(t)
 
 	var scenarios []Scenario
 	for _, s := range Scenarios() {
@@ -58,11 +65,7 @@ func TestRunOnTheEmbeddedStore(t *testing.T) {
 // decisions alternate with PINGs through its own client, timed apart; an
 // in-process subject has none, and the terminal table shows the ratio.
 func TestLatencyInterleavesPing(t *testing.T) {
-	store, err := embedded.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	client := redis.NewClient(&redis.Options{Addr: store.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { _ = client.Close() })
+	client := embeddedClient(t)
 	var latency []Scenario
 	for _, s := range Scenarios() {
 		if strings.HasPrefix(s.Name, "latency") {
