@@ -209,6 +209,21 @@ type result struct {
 	err error
 }
 
+// decideQueued queues reqs behind a call holding the slot, then opens the
+// gate, checks that call and returns the queued calls' results, in the
+// order of their requests.
+func decideQueued(t *testing.T, l *coalesce.Limiter, g *gate, reqs []sluice.Request) []result {
+	t.Helper()
+	first, results := queueBehind(t, l, g, reqs)
+	close(g.open)
+	require.NoError(t, <-first)
+	out := make([]result, len(results))
+	for i, ch := range results {
+		out[i] = <-ch
+	}
+	return out
+}
+
 func TestQueuedCallsLeaveAsOneBatch(t *testing.T) {
 	g := newGate(t)
 	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1))
@@ -218,12 +233,8 @@ func TestQueuedCallsLeaveAsOneBatch(t *testing.T) {
 		reqs = append(reqs, sluice.Request{Key: "k", Limit: sluice.PerSecond(3), N: 1})
 	}
 	reqs = append(reqs, sluice.Request{Key: "other", Limit: sluice.PerSecond(3), N: 2})
-	first, results := queueBehind(t, l, g, reqs)
-	close(g.open)
-	require.NoError(t, <-first)
 	var allowed, denied int
-	for i, ch := range results {
-		r := <-ch
+	for i, r := range decideQueued(t, l, g, reqs) {
 		require.NoError(t, r.err)
 		if i == 5 {
 			require.True(t, r.d.Allowed)
@@ -255,11 +266,7 @@ func TestAnInvalidRequestFailsAlone(t *testing.T) {
 		{Key: "c", Limit: sluice.PerSecond(5), N: 6},
 		{Key: "d", Limit: sluice.PerSecond(5), N: 1},
 	}
-	first, results := queueBehind(t, l, g, reqs)
-	close(g.open)
-	require.NoError(t, <-first)
-	for i, ch := range results {
-		r := <-ch
+	for i, r := range decideQueued(t, l, g, reqs) {
 		switch i {
 		case 0, 4:
 			require.NoError(t, r.err)
@@ -285,11 +292,8 @@ func TestABatchErrorReachesEveryCaller(t *testing.T) {
 	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1))
 	require.NoError(t, err)
 	reqs := []sluice.Request{{Key: "a", Limit: sluice.PerSecond(5), N: 1}, {Key: "b", Limit: sluice.PerSecond(5), N: 1}}
-	first, results := queueBehind(t, l, g, reqs)
-	close(g.open)
-	require.NoError(t, <-first)
-	for _, ch := range results {
-		require.ErrorContains(t, (<-ch).err, "connection reset")
+	for _, r := range decideQueued(t, l, g, reqs) {
+		require.ErrorContains(t, r.err, "connection reset")
 	}
 }
 
@@ -347,11 +351,7 @@ func TestACrossSlotBatchIsSplitByTag(t *testing.T) {
 		{Key: sluice.Key("t2", "a"), Limit: lim, N: 1},
 		{Key: sluice.Key("t1", "b"), Limit: lim, N: 1},
 	}
-	first, results := queueBehind(t, l, g, reqs)
-	close(g.open)
-	require.NoError(t, <-first)
-	for _, ch := range results {
-		r := <-ch
+	for _, r := range decideQueued(t, l, g, reqs) {
 		require.NoError(t, r.err)
 		require.True(t, r.d.Allowed)
 		require.EqualValues(t, 4, r.d.Remaining)
@@ -443,11 +443,7 @@ func TestByHashTagKeepsUntaggedKeysAlone(t *testing.T) {
 		{Key: sluice.Key("t2"), Limit: lim, N: 1},
 		{Key: "plain2", Limit: lim, N: 1},
 	}
-	first, results := queueBehind(t, l, g, reqs)
-	close(g.open)
-	require.NoError(t, <-first)
-	for _, ch := range results {
-		r := <-ch
+	for _, r := range decideQueued(t, l, g, reqs) {
 		require.NoError(t, r.err)
 		require.True(t, r.d.Allowed)
 	}
