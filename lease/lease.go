@@ -479,13 +479,15 @@ func (l *Limiter) shrink(le *lease, remaining int64) {
 // leaseFor returns key's lease under limit, creating it, or replacing one
 // taken under another limit.
 func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
-	if l.closed.Load() {
-		return nil, ErrClosed
-	}
+	// AllowN checked closed; a lease found here is swept (marked replaced)
+	// by Close, so only a new one needs the check again.
 	if v, ok := l.leases.Load(key); ok {
 		if le := v.(*lease); le.limit == limit {
 			return le, nil
 		}
+	}
+	if l.closed.Load() {
+		return nil, ErrClosed
 	}
 	// A lease's limit was validated when it was made, so only a new one
 	// pays for validation.
