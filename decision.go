@@ -30,6 +30,13 @@ type Decision struct {
 	// Source says how the decision was made: by the store (the zero
 	// value), or by a fallback policy while the store was unavailable.
 	Source Source
+	// Estimated reports that Remaining and ResetAfter are a decorator's
+	// estimate of the shared limit rather than the store's reply to this
+	// request: a lease decides from tokens taken earlier and adds what the
+	// store had left then; a shard scales what one share has left. The
+	// figures may then be off by what other processes did meanwhile.
+	// Allowed is never an estimate.
+	Estimated bool
 }
 
 // Source says how a [Decision] was made.

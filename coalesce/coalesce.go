@@ -51,7 +51,6 @@ package coalesce
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -60,14 +59,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/batching"
+	"github.com/sluicehq/sluice/internal/forward"
 )
-
-// Next is the limiter coalesce wraps: one that decides single requests and
-// batches, as every Sluice algorithm's concrete type does.
-type Next interface {
-	sluice.Limiter
-	sluice.BatchLimiter
-}
 
 // DefaultMaxInFlight is how many calls to the wrapped limiter may be in
 // flight at once, unless [WithMaxInFlight] says otherwise: a few per CPU,
@@ -122,7 +115,7 @@ func ByHashTag() Option {
 // Limiter decides concurrent calls in shared batches. It implements
 // [sluice.Limiter] and [sluice.BatchLimiter]; it is safe for concurrent use.
 type Limiter struct {
-	next        Next
+	next        batching.Next
 	maxInFlight int
 	maxBatch    int
 	sender      *batching.Sender // sends batches, and knows whether to group them by hash tag
@@ -134,10 +127,11 @@ type Limiter struct {
 	calls atomic.Int64
 }
 
-// New returns a Limiter that coalesces calls to next.
-func New(next Next, opts ...Option) (*Limiter, error) {
-	if next == nil {
-		return nil, errors.New("coalesce: nil limiter")
+// New returns a Limiter that coalesces calls to next, which must take
+// batches ([sluice.CanBatch]), as every Sluice algorithm does.
+func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
+	if err := sluice.RequireCapabilities("coalesce", next, sluice.CanBatch); err != nil {
+		return nil, err
 	}
 	c := config{maxInFlight: DefaultMaxInFlight, maxBatch: sluice.MaxBatch}
 	for _, o := range opts {
@@ -148,7 +142,8 @@ func New(next Next, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
-	return &Limiter{next: next, maxInFlight: c.maxInFlight, maxBatch: c.maxBatch, sender: batching.NewSender(next, c.byTag)}, nil
+	b := next.(batching.Next) // RequireCapabilities checked CanBatch
+	return &Limiter{next: b, maxInFlight: c.maxInFlight, maxBatch: c.maxBatch, sender: batching.NewSender(b, c.byTag)}, nil
 }
 
 // waiter is one queued call.
@@ -253,30 +248,34 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 	return l.next.AllowBatch(ctx, reqs)
 }
 
+// Capabilities reports what the Limiter serves: batches, and whatever else
+// the limiter it wraps serves (see [sluice.Capabler]).
+func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesOf(l.next) }
+
 // Refund passes a refund straight to the wrapped limiter (refunds are
-// rare; they are not batched), which must have a Refund method, as every
-// Sluice algorithm's concrete type has.
+// rare; they are not batched).
 func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
-	r, ok := l.next.(interface {
-		Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error)
-	})
-	if !ok {
-		return sluice.Decision{}, errors.New("coalesce: the wrapped limiter cannot refund")
-	}
-	return r.Refund(ctx, key, limit, n)
+	return forward.Refund(ctx, "coalesce", l.next, key, limit, n)
 }
 
-// Reset passes a reset straight to the wrapped limiter, which must have a
-// Reset method, as every Sluice algorithm's concrete type has.
+// Reset passes a reset straight to the wrapped limiter.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	r, ok := l.next.(interface {
-		Reset(ctx context.Context, key string) error
-	})
-	if !ok {
-		return errors.New("coalesce: the wrapped limiter cannot reset")
-	}
-	return r.Reset(ctx, key)
+	return forward.Reset(ctx, "coalesce", l.next, key)
 }
+
+// Capacity returns the wrapped limiter's capacity: coalescing changes no
+// decision.
+func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
+	return forward.Capacity("coalesce", l.next, limit)
+}
+
+var (
+	_ sluice.Capabler     = (*Limiter)(nil)
+	_ sluice.BatchLimiter = (*Limiter)(nil)
+	_ sluice.Refunder     = (*Limiter)(nil)
+	_ sluice.Resetter     = (*Limiter)(nil)
+	_ sluice.Bounded      = (*Limiter)(nil)
+)
 
 // Stats counts what the Limiter did since New.
 type Stats struct {

@@ -25,18 +25,18 @@ func TestMain(m *testing.M) { sluicetest.Main(m) }
 // slow delays every call to the wrapped limiter, so that calls pile up
 // behind the ones in flight and batches form on every tier.
 type slow struct {
-	coalesce.Next
+	batchNext
 	delay time.Duration
 }
 
 func (s slow) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
 	time.Sleep(s.delay)
-	return s.Next.AllowN(ctx, key, limit, n)
+	return s.batchNext.AllowN(ctx, key, limit, n)
 }
 
 func (s slow) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
 	time.Sleep(s.delay)
-	return s.Next.AllowBatch(ctx, reqs)
+	return s.batchNext.AllowBatch(ctx, reqs)
 }
 
 // TestConcurrentCallsDecideAsOneByOne hammers a few keys whose limits
@@ -54,12 +54,12 @@ func TestConcurrentCallsDecideAsOneByOne(t *testing.T) {
 	limit := sluice.Limit{Rate: burst, Period: time.Hour, Burst: burst}
 	algorithms := []struct {
 		name      string
-		new       func(sluice.Store) (coalesce.Next, error)
+		new       func(sluice.Store) (batchNext, error)
 		remaining bool // Remaining counts down by one per allowed call
 	}{
-		{"tokenbucket", func(s sluice.Store) (coalesce.Next, error) { return tokenbucket.New(s) }, true},
-		{"gcra", func(s sluice.Store) (coalesce.Next, error) { return gcra.New(s) }, true},
-		{"slidinglog", func(s sluice.Store) (coalesce.Next, error) { return slidinglog.New(s) }, true},
+		{"tokenbucket", func(s sluice.Store) (batchNext, error) { return tokenbucket.New(s) }, true},
+		{"gcra", func(s sluice.Store) (batchNext, error) { return gcra.New(s) }, true},
+		{"slidinglog", func(s sluice.Store) (batchNext, error) { return slidinglog.New(s) }, true},
 	}
 	for _, tc := range sluicetest.AllTiers() {
 		tier := tc.Make(t)
@@ -67,7 +67,7 @@ func TestConcurrentCallsDecideAsOneByOne(t *testing.T) {
 			t.Run(tier.Name+"/"+alg.name, func(t *testing.T) {
 				next, err := alg.new(tier.Store)
 				require.NoError(t, err)
-				l, err := coalesce.New(slow{Next: next, delay: 200 * time.Microsecond}, coalesce.WithMaxInFlight(2))
+				l, err := coalesce.New(slow{batchNext: next, delay: 200 * time.Microsecond}, coalesce.WithMaxInFlight(2))
 				require.NoError(t, err)
 				prefix := sluicetest.UniqueKey(t)
 
@@ -127,7 +127,7 @@ func assertNoError(t *testing.T, err error) bool {
 // gate is a Next whose calls block until released, recording what they
 // were asked.
 type gate struct {
-	coalesce.Next
+	batchNext
 	mu      sync.Mutex
 	batches [][]sluice.Request
 	entered chan struct{}
@@ -141,7 +141,7 @@ type gate struct {
 func newGate(t *testing.T) *gate {
 	tb, err := tokenbucket.New(memstore.New())
 	require.NoError(t, err)
-	return &gate{Next: tb, entered: make(chan struct{}, 1000), open: make(chan struct{})}
+	return &gate{batchNext: tb, entered: make(chan struct{}, 1000), open: make(chan struct{})}
 }
 
 func (g *gate) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
@@ -150,7 +150,7 @@ func (g *gate) AllowN(ctx context.Context, key string, limit sluice.Limit, n int
 	g.mu.Lock()
 	g.batches = append(g.batches, []sluice.Request{{Key: key, Limit: limit, N: n}})
 	g.mu.Unlock()
-	return g.Next.AllowN(ctx, key, limit, n)
+	return g.batchNext.AllowN(ctx, key, limit, n)
 }
 
 func (g *gate) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
@@ -172,7 +172,7 @@ func (g *gate) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.
 			}
 		}
 	}
-	return g.Next.AllowBatch(ctx, reqs)
+	return g.batchNext.AllowBatch(ctx, reqs)
 }
 
 // holdTheSlot starts a call that holds l's only slot until g opens, and
@@ -424,7 +424,7 @@ func TestRefundAndResetPassThrough(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 5, d.Remaining)
 
-	bare, err := coalesce.New(struct{ coalesce.Next }{tb}) // no Refund, no Reset
+	bare, err := coalesce.New(struct{ batchNext }{tb}) // no Refund, no Reset
 	require.NoError(t, err)
 	_, err = bare.Refund(t.Context(), "k", lim, 1)
 	require.ErrorContains(t, err, "cannot refund")
@@ -455,4 +455,10 @@ func TestByHashTagKeepsUntaggedKeysAlone(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []int{2, 1, 1, 1}, sizes, "t1's two keys together, the rest alone")
+}
+
+// batchNext is a limiter that takes batches, as coalesce needs.
+type batchNext interface {
+	sluice.Limiter
+	sluice.BatchLimiter
 }

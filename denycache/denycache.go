@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/forward"
 )
 
 // Defaults, each overridable with an option.
@@ -40,13 +41,6 @@ const (
 	// DefaultMaxStale caps how long a denial is remembered.
 	DefaultMaxStale = time.Second
 )
-
-// Refunder is implemented by limiters that can refund and reset (every
-// Sluice algorithm); the decorator passes those calls through.
-type Refunder interface {
-	Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error)
-	Reset(ctx context.Context, key string) error
-}
 
 // Limiter remembers denials of the limiter it wraps. It is safe for
 // concurrent use.
@@ -119,10 +113,11 @@ func WithClock(c sluice.Clock) Option {
 	}
 }
 
-// New returns a Limiter remembering the denials of next.
+// New returns a Limiter remembering the denials of next. It serves every
+// capability next serves.
 func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
-	if next == nil {
-		return nil, errors.New("denycache: next must not be nil")
+	if err := sluice.RequireCapabilities("denycache", next, 0); err != nil {
+		return nil, err
 	}
 	l := &Limiter{next: next, clock: sluice.SystemClock{}, capacity: DefaultCapacity, maxStale: DefaultMaxStale,
 		entries: map[entryKey]*list.Element{}, lru: list.New()}
@@ -147,8 +142,16 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 		}
 	}
 	d, err := l.next.AllowN(ctx, key, limit, n)
+	if err == nil {
+		l.record(k, n, d)
+	}
+	return d, err
+}
+
+// record remembers the wrapped limiter's decision d of cost n on k.
+func (l *Limiter) record(k entryKey, n int64, d sluice.Decision) {
 	switch {
-	case err != nil || n <= 0:
+	case n <= 0:
 	case !d.Allowed && d.RetryAfter > 0:
 		l.remember(k, n, d)
 	case d.Allowed:
@@ -156,7 +159,6 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 		// long to wait now. Forget them.
 		l.drop(k)
 	}
-	return d, err
 }
 
 func (l *Limiter) lookup(k entryKey, n int64) (sluice.Decision, bool) {
@@ -229,27 +231,85 @@ func (l *Limiter) forget(key string) {
 	}
 }
 
-// Refund forgets key's denials and passes the refund to the wrapped
-// limiter, which must implement [Refunder].
+// Capabilities reports what the Limiter serves: what the limiter it wraps
+// serves (see [sluice.Capabler]).
+func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesOf(l.next) }
+
+// Refund forgets key's denials (the refund makes room they do not know
+// of) and passes the refund to the wrapped limiter.
 func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
-	r, ok := l.next.(Refunder)
-	if !ok {
-		return sluice.Decision{}, errors.New("denycache: the wrapped limiter cannot refund")
+	if !sluice.Supports(l.next, sluice.CanRefund) {
+		return sluice.Decision{}, sluice.Unsupported("denycache", sluice.CanRefund, l.next)
 	}
 	l.forget(key)
-	return r.Refund(ctx, key, limit, n)
+	return forward.Refund(ctx, "denycache", l.next, key, limit, n)
 }
 
-// Reset forgets key's denials and passes the reset to the wrapped limiter,
-// which must implement [Refunder].
+// Reset forgets key's denials and passes the reset to the wrapped limiter.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	r, ok := l.next.(Refunder)
-	if !ok {
-		return errors.New("denycache: the wrapped limiter cannot reset")
+	if !sluice.Supports(l.next, sluice.CanReset) {
+		return sluice.Unsupported("denycache", sluice.CanReset, l.next)
 	}
 	l.forget(key)
-	return r.Reset(ctx, key)
+	return forward.Reset(ctx, "denycache", l.next, key)
 }
+
+// AllowBatch decides each request as AllowN would: a request a remembered
+// denial covers is denied locally, and the others go to the wrapped
+// limiter as one batch, whose denials are remembered in turn.
+func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	if !sluice.Supports(l.next, sluice.CanBatch) {
+		return nil, sluice.Unsupported("denycache", sluice.CanBatch, l.next)
+	}
+	results := make([]sluice.Result, len(reqs))
+	var sent []sluice.Request
+	var at []int
+	for i, r := range reqs {
+		if r.N > 0 {
+			if d, ok := l.lookup(entryKey{r.Key, r.Limit}, r.N); ok {
+				results[i].Decision = d
+				continue
+			}
+		}
+		sent = append(sent, r)
+		at = append(at, i)
+	}
+	if len(sent) == 0 {
+		return results, nil
+	}
+	out, err := forward.AllowBatch(ctx, "denycache", l.next, sent)
+	if err != nil {
+		var reqErr *sluice.RequestError
+		if errors.As(err, &reqErr) && reqErr.Index >= 0 && reqErr.Index < len(at) {
+			return nil, &sluice.RequestError{Index: at[reqErr.Index], Err: reqErr.Err}
+		}
+		return nil, err
+	}
+	if len(out) != len(sent) {
+		return nil, fmt.Errorf("denycache: %w: %d results for %d requests", sluice.ErrUnexpectedReply, len(out), len(sent))
+	}
+	for i, r := range out {
+		results[at[i]] = r
+		if r.Err == nil {
+			l.record(entryKey{sent[i].Key, sent[i].Limit}, sent[i].N, r.Decision)
+		}
+	}
+	return results, nil
+}
+
+// Capacity returns the wrapped limiter's capacity: remembering denials
+// changes no decision.
+func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
+	return forward.Capacity("denycache", l.next, limit)
+}
+
+var (
+	_ sluice.Capabler     = (*Limiter)(nil)
+	_ sluice.BatchLimiter = (*Limiter)(nil)
+	_ sluice.Refunder     = (*Limiter)(nil)
+	_ sluice.Resetter     = (*Limiter)(nil)
+	_ sluice.Bounded      = (*Limiter)(nil)
+)
 
 // Len returns the number of keys with remembered denials.
 func (l *Limiter) Len() int {

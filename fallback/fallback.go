@@ -10,6 +10,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/forward"
 )
 
 // Defaults, each overridable with an option.
@@ -153,8 +154,8 @@ func WithStateChange(f func(from, to BreakerState)) Option {
 
 // New returns a Limiter that decorates next. It does no I/O.
 func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
-	if next == nil {
-		return nil, errors.New("fallback: next must not be nil")
+	if err := sluice.RequireCapabilities("fallback", next, 0); err != nil {
+		return nil, err
 	}
 	l := &Limiter{
 		next:        next,
@@ -202,11 +203,6 @@ func breakerState(s gobreaker.State) BreakerState {
 // State returns the breaker's current state.
 func (l *Limiter) State() BreakerState { return breakerState(l.breaker.State()) }
 
-type outcome struct {
-	d   sluice.Decision
-	err error
-}
-
 // AllowN decides through the store when it can, and by the policy when it
 // cannot; see the package documentation for the order of operations.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
@@ -219,50 +215,139 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	if err := ctx.Err(); err != nil {
 		return sluice.Decision{}, err
 	}
+	var d sluice.Decision
+	stored, err := l.through(ctx, func(ctx context.Context) error {
+		var err error
+		d, err = l.next.AllowN(ctx, key, limit, n)
+		return err
+	})
+	switch {
+	case err != nil:
+		return sluice.Decision{}, err
+	case stored:
+		return d, nil
+	}
+	return l.policy.decide(ctx, l, key, limit, n)
+}
+
+// AllowBatch decides a batch through the store when it can, as one call
+// within the time budget and the breaker, and each request by the policy
+// when it cannot. It needs a wrapped limiter that takes batches.
+func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	if !sluice.Supports(l.next, sluice.CanBatch) {
+		return nil, sluice.Unsupported("fallback", sluice.CanBatch, l.next)
+	}
+	if len(reqs) < 1 || len(reqs) > sluice.MaxBatch {
+		return nil, fmt.Errorf("fallback: a batch holds 1 to %d requests, got %d", sluice.MaxBatch, len(reqs))
+	}
+	for i, r := range reqs {
+		if err := sluice.CheckRequest(l.next, r.Key, r.Limit, r.N); err != nil {
+			return nil, &sluice.RequestError{Index: i, Err: fmt.Errorf("fallback: %w", err)}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []sluice.Result
+	stored, err := l.through(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = forward.AllowBatch(ctx, "fallback", l.next, reqs)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case stored:
+		return out, nil
+	}
+	results := make([]sluice.Result, len(reqs))
+	for i, r := range reqs {
+		results[i].Decision, results[i].Err = l.policy.decide(ctx, l, r.Key, r.Limit, r.N)
+	}
+	return results, nil
+}
+
+// through makes one call to the store, within the time budget, the
+// in-flight bound and the breaker. It reports stored when the call
+// succeeded; an error the caller must return (the caller's context ended,
+// or a configuration error); and neither when the policy must decide.
+func (l *Limiter) through(ctx context.Context, call func(context.Context) error) (stored bool, err error) {
 	done, err := l.breaker.Allow()
 	if err != nil { // open, or half-open with its probes taken
-		return l.policy.decide(ctx, l, key, limit, n)
+		return false, nil
 	}
 	select {
 	case l.inFlight <- struct{}{}:
 	default:
 		done(errTooManyInFlight)
-		return l.policy.decide(ctx, l, key, limit, n)
+		return false, nil
 	}
 
 	callCtx, cancel := context.WithTimeout(ctx, l.timeout)
-	result := make(chan outcome, 1)
+	result := make(chan error, 1)
 	go func() {
 		defer func() { <-l.inFlight }()
-		d, err := l.next.AllowN(callCtx, key, limit, n)
-		result <- outcome{d, err}
+		result <- call(callCtx)
 	}()
-	var r outcome
+	var callErr error
 	select {
-	case r = <-result:
+	case callErr = <-result:
 	case <-callCtx.Done():
 		// The call may still complete; its slot is released when it does.
-		r.err = ErrTimeout
+		callErr = ErrTimeout
 		if ctx.Err() != nil {
-			r.err = ctx.Err()
+			callErr = ctx.Err()
 		}
 	}
 	cancel()
 
 	switch {
-	case r.err == nil:
+	case callErr == nil:
 		done(nil)
-		return r.d, nil
+		return true, nil
 	case ctx.Err() != nil:
 		done(errExcluded) // the caller gave up: says nothing about the store
-		return sluice.Decision{}, ctx.Err()
-	case IsConfigError(r.err):
+		return false, ctx.Err()
+	case IsConfigError(callErr):
 		done(errExcluded) // not the store's health: surface it, do not trip
-		return sluice.Decision{}, r.err
+		return false, callErr
 	}
-	done(r.err)
-	return l.policy.decide(ctx, l, key, limit, n)
+	done(callErr)
+	return false, nil
 }
+
+// Capabilities reports what the Limiter serves: what the limiter it wraps
+// serves (see [sluice.Capabler]).
+func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesOf(l.next) }
+
+// Refund passes a refund to the wrapped limiter, within the time budget
+// but not through the breaker or the policy: a refund that fails is an
+// error (the tokens stay spent, which errs on the safe side).
+func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	return forward.Refund(ctx, "fallback", l.next, key, limit, n)
+}
+
+// Reset passes a reset to the wrapped limiter, within the time budget.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	return forward.Reset(ctx, "fallback", l.next, key)
+}
+
+// Capacity returns the wrapped limiter's capacity.
+func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
+	return forward.Capacity("fallback", l.next, limit)
+}
+
+var (
+	_ sluice.Capabler     = (*Limiter)(nil)
+	_ sluice.BatchLimiter = (*Limiter)(nil)
+	_ sluice.Refunder     = (*Limiter)(nil)
+	_ sluice.Resetter     = (*Limiter)(nil)
+	_ sluice.Bounded      = (*Limiter)(nil)
+)
 
 // IsConfigError reports whether err is a configuration error rather than a
 // store failure: invalid input, a key holding data of another kind, or a

@@ -112,7 +112,7 @@ func (fp FilePolicy) build(store sluice.Store) (Policy, error) {
 	if burst == 0 {
 		burst = fp.Rate
 	}
-	var limiter coalesce.Next
+	var limiter sluice.Limiter
 	switch fp.Algorithm {
 	case "", "tokenbucket":
 		limiter, err = tokenbucket.New(store)

@@ -30,7 +30,6 @@ package sluiceotel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -41,6 +40,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/forward"
 )
 
 const instrumentation = "github.com/sluicehq/sluice/sluiceotel"
@@ -98,8 +98,8 @@ func WithKeyAttribute() Option { return func(c *config) { c.recordKey = true } }
 
 // New returns a Limiter recording the decisions of next.
 func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
-	if next == nil {
-		return nil, errors.New("sluiceotel: next must not be nil")
+	if err := sluice.RequireCapabilities("sluiceotel", next, 0); err != nil {
+		return nil, err
 	}
 	c := config{}
 	for _, o := range opts {
@@ -158,20 +158,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	d, err := l.next.AllowN(ctx, key, limit, n)
 	elapsed := time.Since(start).Seconds()
 
-	outcome := 0 // allowed
-	switch {
-	case err != nil:
-		outcome = 2
-	case !d.Allowed:
-		outcome = 1
-	}
-	a := l.sets[outcome][min(int(d.Source), len(l.sets[outcome])-1)]
-	l.decisions.Add(ctx, 1, a.set)
-	l.duration.Record(ctx, elapsed, a.set)
-	if err == nil && d.Degraded() {
-		l.degraded.Add(ctx, 1, a.set)
-	}
-
+	a := l.record(ctx, elapsed, d, err)
 	if span.IsRecording() {
 		span.SetAttributes(a.kvs...)
 		span.SetAttributes(attribute.Int64("sluice.cost", n), attribute.Int64("sluice.remaining", d.Remaining))
@@ -185,3 +172,74 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	}
 	return d, err
 }
+
+// record counts one decision (or error) in the metrics and returns its
+// attributes.
+func (l *Limiter) record(ctx context.Context, elapsed float64, d sluice.Decision, err error) outcomeAttrs {
+	outcome := 0 // allowed
+	switch {
+	case err != nil:
+		outcome = 2
+	case !d.Allowed:
+		outcome = 1
+	}
+	a := l.sets[outcome][min(int(d.Source), len(l.sets[outcome])-1)]
+	l.decisions.Add(ctx, 1, a.set)
+	l.duration.Record(ctx, elapsed, a.set)
+	if err == nil && d.Degraded() {
+		l.degraded.Add(ctx, 1, a.set)
+	}
+	return a
+}
+
+// AllowBatch decides a batch through the wrapped limiter, in one span
+// ("sluice.batch", with the batch's size as sluice.batch.size), and counts
+// each request's decision in the metrics, with the batch's duration.
+func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	ctx, span := l.tracer.Start(ctx, "sluice.batch", trace.WithSpanKind(trace.SpanKindInternal))
+	defer span.End()
+	start := time.Now()
+	results, err := forward.AllowBatch(ctx, "sluiceotel", l.next, reqs)
+	elapsed := time.Since(start).Seconds()
+	if err != nil {
+		l.record(ctx, elapsed, sluice.Decision{}, err)
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "no rate-limit decision")
+		return nil, err
+	}
+	for _, r := range results {
+		l.record(ctx, elapsed, r.Decision, r.Err)
+	}
+	if span.IsRecording() {
+		span.SetAttributes(l.base...)
+		span.SetAttributes(attribute.Int("sluice.batch.size", len(reqs)))
+	}
+	return results, nil
+}
+
+// Capabilities reports what the Limiter serves: what the limiter it wraps
+// serves (see [sluice.Capabler]).
+func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesOf(l.next) }
+
+// Refund passes a refund to the wrapped limiter; it is not recorded.
+func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	return forward.Refund(ctx, "sluiceotel", l.next, key, limit, n)
+}
+
+// Reset passes a reset to the wrapped limiter; it is not recorded.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	return forward.Reset(ctx, "sluiceotel", l.next, key)
+}
+
+// Capacity returns the wrapped limiter's capacity.
+func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
+	return forward.Capacity("sluiceotel", l.next, limit)
+}
+
+var (
+	_ sluice.Capabler     = (*Limiter)(nil)
+	_ sluice.BatchLimiter = (*Limiter)(nil)
+	_ sluice.Refunder     = (*Limiter)(nil)
+	_ sluice.Resetter     = (*Limiter)(nil)
+	_ sluice.Bounded      = (*Limiter)(nil)
+)

@@ -97,3 +97,14 @@ var _ sluice.BatchLimiter = (*Limiter)(nil)
 func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
 	return l.core.AllowBatch(ctx, reqs)
 }
+
+// Capacity returns the largest cost a request under limit can ever be
+// allowed, limit.Rate (one window's worth), or why the algorithm cannot enforce limit
+// (see [sluice.Bounded]).
+func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) { return l.core.Capacity(limit) }
+
+var (
+	_ sluice.Refunder = (*Limiter)(nil)
+	_ sluice.Resetter = (*Limiter)(nil)
+	_ sluice.Bounded  = (*Limiter)(nil)
+)

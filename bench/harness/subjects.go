@@ -103,7 +103,7 @@ func sluiceSubjectVia(name string, goRedis bool, build func(sluice.Store) (sluic
 }
 
 // coalesced wraps a Sluice algorithm in coalesce, with its defaults.
-func coalesced(next coalesce.Next, err error) (sluice.Limiter, error) {
+func coalesced(next sluice.Limiter, err error) (sluice.Limiter, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -226,6 +226,15 @@ func (l *Limiter) ValidateLimit(limit sluice.Limit) error {
 	return nil
 }
 
+// Capacity returns the largest cost limit can ever allow (see
+// [sluice.Bounded]), or why the algorithm cannot enforce limit.
+func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
+	if err := l.ValidateLimit(limit); err != nil {
+		return 0, err
+	}
+	return l.spec.Capacity(limit), nil
+}
+
 // CheckLimit reports whether the algorithm can enforce limit: it must pass
 // [sluice.Limit.Validate] and the spec's own ValidateLimit. Every caller of
 // an algorithm's scripts (its Limiter, multilimit) checks limits here.

@@ -1,0 +1,60 @@
+// Package forward passes the optional capabilities of a [sluice.Limiter]
+// (refund, reset, batch, capacity) through a decorator to the limiter it
+// wraps, or returns the error that says the wrapped limiter cannot: the
+// one way every decorator forwards what it does not change.
+package forward
+
+import (
+	"context"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Refund passes a refund to next, or fails naming pkg and next.
+func Refund(ctx context.Context, pkg string, next sluice.Limiter, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	r, ok := next.(sluice.Refunder)
+	if !ok || !sluice.Supports(next, sluice.CanRefund) {
+		return sluice.Decision{}, sluice.Unsupported(pkg, sluice.CanRefund, next)
+	}
+	return r.Refund(ctx, key, limit, n)
+}
+
+// Reset passes a reset to next, or fails naming pkg and next.
+func Reset(ctx context.Context, pkg string, next sluice.Limiter, key string) error {
+	r, ok := next.(sluice.Resetter)
+	if !ok || !sluice.Supports(next, sluice.CanReset) {
+		return sluice.Unsupported(pkg, sluice.CanReset, next)
+	}
+	return r.Reset(ctx, key)
+}
+
+// AllowBatch passes a batch to next, or fails naming pkg and next.
+func AllowBatch(ctx context.Context, pkg string, next sluice.Limiter, reqs []sluice.Request) ([]sluice.Result, error) {
+	b, ok := next.(sluice.BatchLimiter)
+	if !ok || !sluice.Supports(next, sluice.CanBatch) {
+		return nil, sluice.Unsupported(pkg, sluice.CanBatch, next)
+	}
+	return b.AllowBatch(ctx, reqs)
+}
+
+// Capacity asks next for limit's capacity, or fails naming pkg and next.
+func Capacity(pkg string, next sluice.Limiter, limit sluice.Limit) (int64, error) {
+	b, ok := next.(sluice.Bounded)
+	if !ok || !sluice.Supports(next, sluice.CanBound) {
+		return 0, sluice.Unsupported(pkg, sluice.CanBound, next)
+	}
+	return b.Capacity(limit)
+}
+
+// CapacityOr returns next's capacity for limit when next is bounded, and
+// otherwise what [sluice.Limit.Validate] allows: limit's Burst, or the
+// limit's error.
+func CapacityOr(next sluice.Limiter, limit sluice.Limit) (int64, error) {
+	if b, ok := next.(sluice.Bounded); ok && sluice.Supports(next, sluice.CanBound) {
+		return b.Capacity(limit)
+	}
+	if err := limit.Validate(); err != nil {
+		return 0, err
+	}
+	return limit.Burst, nil
+}
