@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The optional capabilities of a [Limiter]. Every Sluice algorithm's
-// concrete type has all of them. A decorator serves each one that the
+// concrete type has the first four, and the token bucket and GCRA lease
+// too. A decorator serves each one that the
 // limiter it wraps serves (forwarding it, or with its own meaning, which
 // its documentation states) and reports which in [Capabler]; ask with
 // [Supports] rather than a type assertion, which cannot see through a
@@ -39,6 +41,71 @@ type Bounded interface {
 	Capacity(limit Limit) (int64, error)
 }
 
+// Leaser serves leases: tokens taken from a shared limit by one holder (a
+// process's [lease] decorator) to spend without asking again. Unlike
+// tokens taken with AllowN, leased tokens still count against the limit
+// until the holder reports them spent, releases them, or their hold ends:
+// the shared state keeps a reservation per holder, and the limit never
+// refills past Burst less what is reserved. So however many holders
+// lease, the tokens available at any moment (in the shared state and in
+// every lease together) never exceed what the unleased limiter would
+// have, and over any interval T they admit at most Burst + Rate x T, as
+// the unleased limiter does. Every caller of a leased key must go through
+// Lease (the lease decorator does, for every request): a plain AllowN on
+// the same key does not see the reservations.
+//
+// [lease]: https://pkg.go.dev/github.com/sluicehq/sluice/lease
+type Leaser interface {
+	// Lease decides req.Cost as AllowN would, under the reservations of
+	// every other holder, and when it is allowed also grants up to
+	// req.Extra more tokens to hold. The holder's reservation becomes
+	// req.Held (what it still holds of its earlier grants, never more
+	// than its reservation) plus the extra granted, until req.Hold from
+	// the store's clock; a denial only lowers it to req.Held.
+	Lease(ctx context.Context, req LeaseRequest) (Grant, error)
+	// Release ends holder's reservation on key, giving back unspent of
+	// its tokens (at most what it reserves; nothing once it has expired).
+	// The Decision reports the shared state after the release.
+	Release(ctx context.Context, key string, limit Limit, holder string, unspent int64) (Decision, error)
+}
+
+// LeaseRequest is one call to [Leaser.Lease].
+type LeaseRequest struct {
+	Key   string
+	Limit Limit
+	// Holder names the reservation: one per key and holder. At most
+	// [MaxHolderLen] bytes, not empty.
+	Holder string
+	// Cost is decided as AllowN's n is: spent at once when allowed; 0
+	// peeks (and grants nothing).
+	Cost int64
+	// Extra is how many tokens to hold beyond Cost, granted as many as
+	// the limit has left up to Extra, never more than Burst.
+	Extra int64
+	// Held is what the holder still holds of its reservation, unspent:
+	// the rest of the reservation was spent and stops counting.
+	Held int64
+	// Hold is how long the reservation lasts from the store's clock: the
+	// holder must stop spending its tokens before then. 1 ms to 1 hour.
+	Hold time.Duration
+}
+
+// MaxHolderLen bounds [LeaseRequest.Holder].
+const MaxHolderLen = 128
+
+// Grant is the answer to a [LeaseRequest].
+type Grant struct {
+	// Decision is Cost's. Its Remaining is what the shared limit has left
+	// for any caller after the grant, reservations excluded.
+	Decision
+	// Extra is the tokens granted beyond Cost: the holder now reserves
+	// Held plus Extra, until Expires.
+	Extra int64
+	// Expires is how long from the store's clock the reservation lasts:
+	// the request's Hold when anything is reserved.
+	Expires time.Duration
+}
+
 // Capability names one optional interface of a [Limiter].
 type Capability uint8
 
@@ -48,9 +115,10 @@ const (
 	CanReset                         // [Resetter]
 	CanBatch                         // [BatchLimiter]
 	CanBound                         // [Bounded]
+	CanLease                         // [Leaser]: the token bucket and GCRA
 
-	// AllCapabilities is every capability: what each Sluice algorithm has.
-	AllCapabilities = CanRefund | CanReset | CanBatch | CanBound
+	// AllCapabilities is every capability.
+	AllCapabilities = CanRefund | CanReset | CanBatch | CanBound | CanLease
 )
 
 // String names the capabilities in c, such as "refund|batch".
@@ -59,7 +127,7 @@ func (c Capability) String() string {
 	for _, n := range []struct {
 		c    Capability
 		name string
-	}{{CanRefund, "refund"}, {CanReset, "reset"}, {CanBatch, "batch"}, {CanBound, "bound"}} {
+	}{{CanRefund, "refund"}, {CanReset, "reset"}, {CanBatch, "batch"}, {CanBound, "bound"}, {CanLease, "lease"}} {
 		if c&n.c != 0 {
 			names = append(names, n.name)
 		}
@@ -96,6 +164,9 @@ func CapabilitiesOf(l Limiter) Capability {
 	}
 	if _, ok := l.(Bounded); ok {
 		c |= CanBound
+	}
+	if _, ok := l.(Leaser); ok {
+		c |= CanLease
 	}
 	return c
 }

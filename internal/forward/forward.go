@@ -1,5 +1,5 @@
 // Package forward passes the optional capabilities of a [sluice.Limiter]
-// (refund, reset, batch, capacity) through a decorator to the limiter it
+// (refund, reset, batch, capacity, lease) through a decorator to the limiter it
 // wraps, or returns the error that says the wrapped limiter cannot: the
 // one way every decorator forwards what it does not change.
 package forward
@@ -57,4 +57,22 @@ func CapacityOr(next sluice.Limiter, limit sluice.Limit) (int64, error) {
 		return 0, err
 	}
 	return limit.Burst, nil
+}
+
+// Lease passes a lease request to next, or fails naming pkg and next.
+func Lease(ctx context.Context, pkg string, next sluice.Limiter, req sluice.LeaseRequest) (sluice.Grant, error) {
+	l, ok := next.(sluice.Leaser)
+	if !ok || !sluice.Supports(next, sluice.CanLease) {
+		return sluice.Grant{}, sluice.Unsupported(pkg, sluice.CanLease, next)
+	}
+	return l.Lease(ctx, req)
+}
+
+// Release passes a release to next, or fails naming pkg and next.
+func Release(ctx context.Context, pkg string, next sluice.Limiter, key string, limit sluice.Limit, holder string, unspent int64) (sluice.Decision, error) {
+	l, ok := next.(sluice.Leaser)
+	if !ok || !sluice.Supports(next, sluice.CanLease) {
+		return sluice.Decision{}, sluice.Unsupported(pkg, sluice.CanLease, next)
+	}
+	return l.Release(ctx, key, limit, holder, unspent)
 }
