@@ -66,16 +66,16 @@ type Leaser interface {
 	// Release ends holder's reservation on key, giving back unspent of
 	// its tokens (at most what it reserves; nothing once it has expired).
 	// The Decision reports the shared state after the release.
-	Release(ctx context.Context, key string, limit Limit, holder string, unspent int64) (Decision, error)
+	Release(ctx context.Context, key string, limit Limit, holder int64, unspent int64) (Decision, error)
 }
 
 // LeaseRequest is one call to [Leaser.Lease].
 type LeaseRequest struct {
 	Key   string
 	Limit Limit
-	// Holder names the reservation: one per key and holder. At most
-	// [MaxHolderLen] bytes, not empty.
-	Holder string
+	// Holder names the reservation: one per key and holder, a positive
+	// number the holder picks at random (the lease decorator does).
+	Holder int64
 	// Cost is decided as AllowN's n is: spent at once when allowed; 0
 	// peeks (and grants nothing).
 	Cost int64
@@ -86,12 +86,16 @@ type LeaseRequest struct {
 	// the rest of the reservation was spent and stops counting.
 	Held int64
 	// Hold is how long the reservation lasts from the store's clock: the
-	// holder must stop spending its tokens before then. 1 ms to 1 hour.
+	// holder must stop spending its tokens before then. [MinLeaseHold] to
+	// [MaxLeaseHold], in whole milliseconds.
 	Hold time.Duration
 }
 
-// MaxHolderLen bounds [LeaseRequest.Holder].
-const MaxHolderLen = 128
+// The bounds of a [LeaseRequest]'s Hold.
+const (
+	MinLeaseHold = time.Millisecond
+	MaxLeaseHold = time.Hour
+)
 
 // Grant is the answer to a [LeaseRequest].
 type Grant struct {

@@ -69,7 +69,7 @@ func Lease(ctx context.Context, pkg string, next sluice.Limiter, req sluice.Leas
 }
 
 // Release passes a release to next, or fails naming pkg and next.
-func Release(ctx context.Context, pkg string, next sluice.Limiter, key string, limit sluice.Limit, holder string, unspent int64) (sluice.Decision, error) {
+func Release(ctx context.Context, pkg string, next sluice.Limiter, key string, limit sluice.Limit, holder int64, unspent int64) (sluice.Decision, error) {
 	l, ok := next.(sluice.Leaser)
 	if !ok || !sluice.Supports(next, sluice.CanLease) {
 		return sluice.Decision{}, sluice.Unsupported(pkg, sluice.CanLease, next)
