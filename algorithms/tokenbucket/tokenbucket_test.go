@@ -18,7 +18,7 @@ func TestNewRejectsBadArguments(t *testing.T) {
 	_, err := tokenbucket.New(nil)
 	require.ErrorContains(t, err, "store must not be nil")
 	_, err = tokenbucket.New(memstore.New(), nil)
-	require.ErrorContains(t, err, "nil option")
+	require.ErrorContains(t, err, "option 0 is nil")
 	_, err = tokenbucket.New(memstore.New(), tokenbucket.WithClock(nil))
 	require.ErrorContains(t, err, "WithClock(nil)")
 }

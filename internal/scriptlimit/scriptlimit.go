@@ -175,23 +175,20 @@ func Registered(name string) *Spec { return registry[name] }
 // before it: a script of its own once a body and its return follow.
 func Prelude() string { return lib + prelude }
 
-// Option configures a [Limiter]. Algorithm packages re-export it.
-type Option interface{ apply(*Limiter) error }
-
-type optionFunc func(*Limiter) error
-
-func (f optionFunc) apply(l *Limiter) error { return f(l) }
+// Option configures a [Limiter]. Algorithm packages re-export it. A nil
+// Option is an error, as is an option given a bad value.
+type Option func(*Limiter) error
 
 // WithClock makes the limiter send clock's time with every call instead of
 // letting the script read the Redis server clock (client-clock mode).
 func WithClock(clock sluice.Clock) Option {
-	return optionFunc(func(l *Limiter) error {
+	return func(l *Limiter) error {
 		if clock == nil {
 			return fmt.Errorf("%s: WithClock(nil): omit the option to use the server clock", l.spec.Name)
 		}
 		l.clock = clock
 		return nil
-	})
+	}
 }
 
 // Limiter runs an algorithm's scripts. It is safe for concurrent use.
@@ -207,11 +204,11 @@ func New(spec *Spec, store sluice.Store, opts []Option) (*Limiter, error) {
 		return nil, fmt.Errorf("%s: store must not be nil", spec.Name)
 	}
 	l := &Limiter{spec: spec, store: store}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%s: nil option", spec.Name)
+			return nil, fmt.Errorf("%s: option %d is nil", spec.Name, i)
 		}
-		if err := o.apply(l); err != nil {
+		if err := o(l); err != nil {
 			return nil, err
 		}
 	}
