@@ -28,7 +28,7 @@ func (c *counting) AllowN(ctx context.Context, key string, limit sluice.Limit, n
 
 func setup(t *testing.T, opts ...denycache.Option) (*denycache.Limiter, *counting, *sluicetest.FakeClock) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	tb, err := tokenbucket.New(memstore.New(memstore.WithClock(clock)), tokenbucket.WithClock(clock))
+	tb, err := tokenbucket.New(memstore.NewWithClock(clock), tokenbucket.WithClock(clock))
 	require.NoError(t, err)
 	store := &counting{Limiter: tb}
 	l, err := denycache.New(store, append([]denycache.Option{denycache.WithClock(clock)}, opts...)...)
@@ -44,7 +44,7 @@ var limit = sluice.Limit{Rate: 10, Period: time.Second, Burst: 10}
 func TestDecisionsMatchTheStore(t *testing.T) {
 	cached, _, clock := setup(t)
 	plainClock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	plain, err := tokenbucket.New(memstore.New(memstore.WithClock(plainClock)), tokenbucket.WithClock(plainClock))
+	plain, err := tokenbucket.New(memstore.NewWithClock(plainClock), tokenbucket.WithClock(plainClock))
 	require.NoError(t, err)
 	for i := range 3000 {
 		step := time.Duration(i%7+1) * 3 * time.Millisecond

@@ -723,7 +723,7 @@ func TestAccuracy(t *testing.T) {
 	for _, alg := range sluicetest.Algorithms {
 		for _, p := range accuracyPatterns(limit) {
 			clock := sluicetest.NewFakeClock(accuracyStart)
-			l := newAlgorithmLimiter(t, alg, memstore.New(memstore.WithClock(clock)), clock)
+			l := newAlgorithmLimiter(t, alg, memstore.NewWithClock(clock), clock)
 			key := sluice.Key("accuracy")
 			var admitted []int64
 			for _, off := range p.offsets {

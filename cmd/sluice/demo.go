@@ -279,7 +279,7 @@ func simulate(ctx context.Context, cfg demoConfig, shared sluice.Store, tag stri
 		clock := newFakeClock(simulationStart())
 		pods := make([]sluice.Limiter, n)
 		for i := range pods {
-			l, err := tokenbucket.New(memstore.New(memstore.WithClock(clock)), tokenbucket.WithClock(clock))
+			l, err := tokenbucket.New(memstore.NewWithClock(clock), tokenbucket.WithClock(clock))
 			if err != nil {
 				return demoResult{}, err
 			}

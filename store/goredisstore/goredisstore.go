@@ -29,20 +29,11 @@ type Store struct {
 
 var _ sluice.Store = (*Store)(nil)
 
-// Option configures a [Store]. There are none yet; the parameter keeps the
-// constructor stable.
-type Option interface{ apply(*Store) }
-
 // New returns a Store on client. It does no I/O and never closes client.
-// A nil client makes every Run fail with an error.
-func New(client redis.Scripter, opts ...Option) *Store {
-	s := &Store{client: client}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(s)
-		}
-	}
-	return s
+// A nil client makes every Run fail with an error. It takes no options:
+// the client's own settings are the store's (docs/failure.md).
+func New(client redis.Scripter) *Store {
+	return &Store{client: client}
 }
 
 // Run runs script with EVALSHA, and once with EVAL if the server does not

@@ -66,31 +66,18 @@ type entry struct {
 	expiresAtUs int64
 }
 
-// Option configures a [Store].
-type Option interface{ apply(*Store) }
+// New returns an empty in-process store on [sluice.SystemClock]. Like the
+// Redis stores it takes no options; [NewWithClock] sets the clock.
+func New() *Store { return NewWithClock(nil) }
 
-type optionFunc func(*Store)
-
-func (f optionFunc) apply(s *Store) { f(s) }
-
-// WithClock sets the clock that plays the part of Redis TIME and drives
-// expiry. The default, and what a nil clock means, is [sluice.SystemClock].
-func WithClock(clock sluice.Clock) Option {
-	return optionFunc(func(s *Store) {
-		if clock != nil {
-			s.clock = clock
-		}
-	})
-}
-
-// New returns an empty in-process store.
-func New(opts ...Option) *Store {
-	s := &Store{clock: sluice.SystemClock{}, seed: maphash.MakeSeed()}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(s)
-		}
+// NewWithClock returns an empty in-process store whose clock plays the part
+// of Redis TIME and drives expiry. A nil clock is [sluice.SystemClock], as
+// in [New].
+func NewWithClock(clock sluice.Clock) *Store {
+	if clock == nil {
+		clock = sluice.SystemClock{}
 	}
+	s := &Store{clock: clock, seed: maphash.MakeSeed()}
 	for i := range s.shards {
 		s.shards[i].entries = make(map[string]entry)
 		s.shards[i].sweepAfter = minSweepWrites

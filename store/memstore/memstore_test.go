@@ -29,7 +29,7 @@ var counter = sluice.NewScript("-- test only", func(tx sluice.LocalTx, keys []st
 
 func TestExpiry(t *testing.T) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	s := memstore.New(memstore.WithClock(clock))
+	s := memstore.NewWithClock(clock)
 	ctx := t.Context()
 	got, err := s.Run(ctx, counter, []string{"a"}, []int64{5, 1000})
 	require.NoError(t, err)
@@ -53,7 +53,7 @@ func TestExpiry(t *testing.T) {
 
 func TestExpiredEntriesAreSwept(t *testing.T) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	s := memstore.New(memstore.WithClock(clock))
+	s := memstore.NewWithClock(clock)
 	for i := range 100_000 {
 		_, err := s.Run(t.Context(), counter, []string{strconv.Itoa(i)}, []int64{1, 10})
 		require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestExpiredEntriesAreSwept(t *testing.T) {
 
 func TestSpikeIsForgotten(t *testing.T) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	s := memstore.New(memstore.WithClock(clock))
+	s := memstore.NewWithClock(clock)
 	for i := range 200_000 {
 		_, err := s.Run(t.Context(), counter, []string{strconv.Itoa(i)}, []int64{1, 1000})
 		require.NoError(t, err)

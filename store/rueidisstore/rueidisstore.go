@@ -39,20 +39,11 @@ var _ sluice.Store = (*Store)(nil)
 // It wraps [sluice.ErrCrossSlot].
 var ErrCrossSlot = fmt.Errorf("rueidisstore: %w", sluice.ErrCrossSlot)
 
-// Option configures a [Store]. There are none yet; the parameter keeps the
-// constructor stable.
-type Option interface{ apply(*Store) }
-
 // New returns a Store on client. It does no I/O and never closes client.
-// A nil client makes every Run fail with an error.
-func New(client rueidis.Client, opts ...Option) *Store {
-	s := &Store{client: client, slotted: client != nil && checksSlots(client)}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(s)
-		}
-	}
-	return s
+// A nil client makes every Run fail with an error. It takes no options:
+// the client's own settings are the store's.
+func New(client rueidis.Client) *Store {
+	return &Store{client: client, slotted: client != nil && checksSlots(client)}
 }
 
 // Run runs script with EVALSHA, and once with EVAL if the server does not
