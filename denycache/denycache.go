@@ -74,17 +74,24 @@ type denial struct {
 	decision sluice.Decision // the store's denial
 }
 
-// Option configures a [Limiter].
-type Option func(*Limiter) error
+// Option configures a [Limiter]. A nil Option is an error, as is an
+// option given a bad value.
+type Option func(*config) error
+
+type config struct {
+	clock    sluice.Clock
+	capacity int
+	maxStale time.Duration
+}
 
 // WithCapacity bounds the number of remembered keys (default
 // [DefaultCapacity]); the least recently used is forgotten first.
 func WithCapacity(n int) Option {
-	return func(l *Limiter) error {
+	return func(c *config) error {
 		if n < 1 {
 			return fmt.Errorf("denycache: WithCapacity(%d): must be at least 1", n)
 		}
-		l.capacity = n
+		c.capacity = n
 		return nil
 	}
 }
@@ -93,22 +100,22 @@ func WithCapacity(n int) Option {
 // [DefaultMaxStale]): the staleness bound under refunds and resets made
 // elsewhere.
 func WithMaxStale(d time.Duration) Option {
-	return func(l *Limiter) error {
+	return func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("denycache: WithMaxStale(%s): must be positive", d)
 		}
-		l.maxStale = d
+		c.maxStale = d
 		return nil
 	}
 }
 
 // WithClock sets the clock (default [sluice.SystemClock]).
 func WithClock(c sluice.Clock) Option {
-	return func(l *Limiter) error {
+	return func(cfg *config) error {
 		if c == nil {
-			return errors.New("denycache: WithClock(nil)")
+			return errors.New("denycache: WithClock(nil): omit the option to use the system clock")
 		}
-		l.clock = c
+		cfg.clock = c
 		return nil
 	}
 }
@@ -119,17 +126,17 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 	if err := sluice.RequireCapabilities("denycache", next, 0); err != nil {
 		return nil, err
 	}
-	l := &Limiter{next: next, clock: sluice.SystemClock{}, capacity: DefaultCapacity, maxStale: DefaultMaxStale,
-		entries: map[entryKey]*list.Element{}, lru: list.New()}
-	for _, o := range opts {
+	c := config{clock: sluice.SystemClock{}, capacity: DefaultCapacity, maxStale: DefaultMaxStale}
+	for i, o := range opts {
 		if o == nil {
-			return nil, errors.New("denycache: nil option")
+			return nil, fmt.Errorf("denycache: option %d is nil", i)
 		}
-		if err := o(l); err != nil {
+		if err := o(&c); err != nil {
 			return nil, err
 		}
 	}
-	return l, nil
+	return &Limiter{next: next, clock: c.clock, capacity: c.capacity, maxStale: c.maxStale,
+		entries: map[entryKey]*list.Element{}, lru: list.New()}, nil
 }
 
 // AllowN denies locally a request that a remembered denial covers, and

@@ -167,9 +167,17 @@ func TestBadInput(t *testing.T) {
 	require.Error(t, err)
 	tb, err := tokenbucket.New(memstore.New())
 	require.NoError(t, err)
-	for _, o := range []denycache.Option{nil, denycache.WithCapacity(0), denycache.WithMaxStale(0), denycache.WithClock(nil)} {
-		_, err := denycache.New(tb, o)
-		require.Error(t, err)
+	for _, c := range []struct {
+		opt  denycache.Option
+		want string
+	}{
+		{nil, "denycache: option 1 is nil"},
+		{denycache.WithCapacity(0), "denycache: WithCapacity(0): must be at least 1"},
+		{denycache.WithMaxStale(-time.Second), "denycache: WithMaxStale(-1s): must be positive"},
+		{denycache.WithClock(nil), "denycache: WithClock(nil)"},
+	} {
+		_, err := denycache.New(tb, denycache.WithCapacity(5), c.opt)
+		require.ErrorContains(t, err, c.want)
 	}
 	l, err := denycache.New(tb)
 	require.NoError(t, err)

@@ -149,17 +149,22 @@ type Limiter struct {
 	clock sluice.Clock
 }
 
-// Option configures a [Limiter].
-type Option func(*Limiter) error
+// Option configures a [Limiter]. A nil Option is an error, as is an
+// option given a bad value.
+type Option func(*config) error
+
+type config struct {
+	clock sluice.Clock
+}
 
 // WithClock sends clock's time instead of letting the script read the
 // server clock (client-clock mode, for tests).
 func WithClock(c sluice.Clock) Option {
-	return func(l *Limiter) error {
+	return func(cfg *config) error {
 		if c == nil {
-			return errors.New("multilimit: WithClock(nil)")
+			return errors.New("multilimit: WithClock(nil): omit the option to use the server clock")
 		}
-		l.clock = c
+		cfg.clock = c
 		return nil
 	}
 }
@@ -169,16 +174,16 @@ func New(store sluice.Store, opts ...Option) (*Limiter, error) {
 	if store == nil {
 		return nil, errors.New("multilimit: store must not be nil")
 	}
-	l := &Limiter{store: store}
-	for _, o := range opts {
+	var c config
+	for i, o := range opts {
 		if o == nil {
-			return nil, errors.New("multilimit: nil option")
+			return nil, fmt.Errorf("multilimit: option %d is nil", i)
 		}
-		if err := o(l); err != nil {
+		if err := o(&c); err != nil {
 			return nil, err
 		}
 	}
-	return l, nil
+	return &Limiter{store: store, clock: c.clock}, nil
 }
 
 // AllowN checks a request of cost n against every check, all or nothing.

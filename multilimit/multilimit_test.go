@@ -134,7 +134,9 @@ func TestBadInput(t *testing.T) {
 	_, err = multilimit.New(nil)
 	require.Error(t, err)
 	_, err = multilimit.New(memstore.New(), multilimit.WithClock(nil))
-	require.Error(t, err)
+	require.ErrorContains(t, err, "multilimit: WithClock(nil)")
+	_, err = multilimit.New(memstore.New(), nil)
+	require.ErrorContains(t, err, "multilimit: option 0 is nil")
 }
 
 // TestNoPartialConsumption: 32 goroutines on a real redis-server check a
