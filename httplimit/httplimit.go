@@ -86,18 +86,37 @@ type config struct {
 	atomic         *multilimit.Limiter
 }
 
-// Option configures the middleware.
-type Option func(*config)
+// Option configures the middleware. A nil Option is an error, as is an
+// option given a bad value.
+type Option func(*config) error
 
 // WithoutIETFHeaders turns off the RateLimit and RateLimit-Policy fields.
-func WithoutIETFHeaders() Option { return func(c *config) { c.ietf = false } }
+func WithoutIETFHeaders() Option {
+	return func(c *config) error {
+		c.ietf = false
+		return nil
+	}
+}
 
 // WithoutXHeaders turns off X-RateLimit-Limit, -Remaining and -Reset.
-func WithoutXHeaders() Option { return func(c *config) { c.xHeaders = false } }
+func WithoutXHeaders() Option {
+	return func(c *config) error {
+		c.xHeaders = false
+		return nil
+	}
+}
 
 // WithErrorHandler sets what answers when a limiter returns an error
 // (default: 503 and a logged error).
-func WithErrorHandler(h ErrorHandler) Option { return func(c *config) { c.onError = h } }
+func WithErrorHandler(h ErrorHandler) Option {
+	return func(c *config) error {
+		if h == nil {
+			return errors.New("httplimit: WithErrorHandler(nil): omit the option for the default handler")
+		}
+		c.onError = h
+		return nil
+	}
+}
 
 // WithAtomic checks all the middleware's policies in one call to multi,
 // all or nothing: a request that one policy denies consumes from none. The
@@ -106,11 +125,27 @@ func WithErrorHandler(h ErrorHandler) Option { return func(c *config) { c.onErro
 // share a Redis Cluster slot: give them the same Key function (keys are
 // built as sluice.Key(key, "http", policy name), so the key is the hash
 // tag).
-func WithAtomic(multi *multilimit.Limiter) Option { return func(c *config) { c.atomic = multi } }
+func WithAtomic(multi *multilimit.Limiter) Option {
+	return func(c *config) error {
+		if multi == nil {
+			return errors.New("httplimit: WithAtomic(nil): omit the option to check policies one by one")
+		}
+		c.atomic = multi
+		return nil
+	}
+}
 
 // WithLogger sets the logger of the default error handler (default
 // slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("httplimit: WithLogger(nil): omit the option for slog.Default()")
+		}
+		c.logger = l
+		return nil
+	}
+}
 
 // Middleware returns middleware that checks every request against
 // policies, in order.
@@ -119,9 +154,12 @@ func Middleware(policies []Policy, opts ...Option) (func(http.Handler) http.Hand
 		return nil, errors.New("httplimit: no policy")
 	}
 	c := config{ietf: true, xHeaders: true, logger: slog.Default()}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("httplimit: option %d is nil", i)
+		}
+		if err := o(&c); err != nil {
+			return nil, err
 		}
 	}
 	ps := make([]Policy, len(policies))

@@ -177,3 +177,24 @@ func TestBadPolicies(t *testing.T) {
 		require.Error(t, err)
 	}
 }
+
+func TestBadOptions(t *testing.T) {
+	ps := []httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, memstore.New()), Limit: sluice.PerSecond(1)}}
+	for _, c := range []struct {
+		opt  httplimit.Option
+		want string
+	}{
+		{nil, "httplimit: option 1 is nil"},
+		{httplimit.WithErrorHandler(nil), "httplimit: WithErrorHandler(nil)"},
+		{httplimit.WithAtomic(nil), "httplimit: WithAtomic(nil)"},
+		{httplimit.WithLogger(nil), "httplimit: WithLogger(nil)"},
+	} {
+		_, err := httplimit.Middleware(ps, httplimit.WithoutXHeaders(), c.opt)
+		require.ErrorContains(t, err, c.want)
+	}
+	// Routed.Middleware passes its options on, and so their errors.
+	rt, err := httplimit.Load([]byte("policies:\n  - {name: p, rate: 1, period: 1s}\n"), memstore.New())
+	require.NoError(t, err)
+	_, err = rt.Middleware(nil)
+	require.ErrorContains(t, err, "httplimit: option 0 is nil")
+}
