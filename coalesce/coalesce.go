@@ -67,7 +67,8 @@ import (
 // enough to keep a connection busy while batches form.
 var DefaultMaxInFlight = 4 * runtime.GOMAXPROCS(0)
 
-// Option configures a [Limiter].
+// Option configures a [Limiter]. A nil Option is an error, as is an
+// option given a bad value.
 type Option func(*config) error
 
 type config struct {
@@ -76,14 +77,15 @@ type config struct {
 	byTag       bool
 }
 
-// WithMaxInFlight sets how many calls to the wrapped limiter may be in
-// flight at once (at least 1). Fewer means larger batches and more waiting;
-// more means smaller batches. With go-redis, keep it at or below the
-// client's pool size.
+// WithMaxInFlight bounds the calls in flight to the wrapped limiter at
+// once (at least 1; default [DefaultMaxInFlight]). Beyond it, calls queue
+// and leave together as the next batch: fewer means larger batches and
+// more waiting, more means smaller batches. With go-redis, keep it at or
+// below the client's pool size.
 func WithMaxInFlight(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
-			return fmt.Errorf("coalesce: max in flight must be at least 1, got %d", n)
+			return fmt.Errorf("coalesce: WithMaxInFlight(%d): must be at least 1", n)
 		}
 		c.maxInFlight = n
 		return nil
@@ -95,7 +97,7 @@ func WithMaxInFlight(n int) Option {
 func WithMaxBatch(n int) Option {
 	return func(c *config) error {
 		if n < 2 || n > sluice.MaxBatch {
-			return fmt.Errorf("coalesce: max batch must be 2 to %d, got %d", sluice.MaxBatch, n)
+			return fmt.Errorf("coalesce: WithMaxBatch(%d): must be 2 to %d", n, sluice.MaxBatch)
 		}
 		c.maxBatch = n
 		return nil
@@ -134,9 +136,9 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	c := config{maxInFlight: DefaultMaxInFlight, maxBatch: sluice.MaxBatch}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			continue
+			return nil, fmt.Errorf("coalesce: option %d is nil", i)
 		}
 		if err := o(&c); err != nil {
 			return nil, err
