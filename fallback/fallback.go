@@ -85,35 +85,42 @@ type Limiter struct {
 
 var _ sluice.Limiter = (*Limiter)(nil)
 
-// Option configures a [Limiter].
-type Option interface{ apply(*Limiter) error }
+// Option configures a [Limiter]. A nil Option is an error, as is an
+// option given a bad value.
+type Option func(*config) error
 
-type optionFunc func(*Limiter) error
-
-func (f optionFunc) apply(l *Limiter) error { return f(l) }
+type config struct {
+	policy      Policy
+	timeout     time.Duration
+	threshold   uint32
+	cooldown    time.Duration
+	probes      uint32
+	onChange    func(from, to BreakerState)
+	maxInFlight int
+}
 
 // WithPolicy sets what decides while the store is unavailable. The default
 // is [Open].
 func WithPolicy(p Policy) Option {
-	return optionFunc(func(l *Limiter) error {
+	return func(c *config) error {
 		if p == nil {
-			return errors.New("fallback: WithPolicy(nil)")
+			return errors.New("fallback: WithPolicy(nil): omit the option for Open")
 		}
-		l.policy = p
+		c.policy = p
 		return nil
-	})
+	}
 }
 
 // WithTimeout sets the time budget of one call to the store. The default
 // is [DefaultTimeout].
 func WithTimeout(d time.Duration) Option {
-	return optionFunc(func(l *Limiter) error {
+	return func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("fallback: WithTimeout(%s): must be positive", d)
 		}
-		l.timeout = d
+		c.timeout = d
 		return nil
-	})
+	}
 }
 
 // WithBreaker sets how many consecutive failures open the breaker, how
@@ -121,35 +128,39 @@ func WithTimeout(d time.Duration) Option {
 // defaults are [DefaultFailureThreshold], [DefaultCooldown] and
 // [DefaultProbes].
 func WithBreaker(failures int, cooldown time.Duration, probes int) Option {
-	return optionFunc(func(l *Limiter) error {
+	return func(c *config) error {
 		if failures < 1 || cooldown <= 0 || probes < 1 {
 			return fmt.Errorf("fallback: WithBreaker(%d, %s, %d): each must be positive", failures, cooldown, probes)
 		}
-		l.threshold, l.cooldown, l.probes = uint32(failures), cooldown, uint32(probes)
+		c.threshold, c.cooldown, c.probes = uint32(failures), cooldown, uint32(probes)
 		return nil
-	})
+	}
 }
 
-// WithMaxInFlight bounds the calls outstanding to the store (calls that
-// timed out count until the client gives up on them). Beyond it, the
-// policy decides. The default is [DefaultMaxInFlight].
+// WithMaxInFlight bounds the calls in flight to the wrapped limiter at
+// once (at least 1; default [DefaultMaxInFlight]). Beyond it, the policy
+// decides, so that a stalled store cannot pile up goroutines. A call that
+// timed out counts until the wrapped limiter returns.
 func WithMaxInFlight(n int) Option {
-	return optionFunc(func(l *Limiter) error {
+	return func(c *config) error {
 		if n < 1 {
-			return fmt.Errorf("fallback: WithMaxInFlight(%d): must be positive", n)
+			return fmt.Errorf("fallback: WithMaxInFlight(%d): must be at least 1", n)
 		}
-		l.maxInFlight = n
+		c.maxInFlight = n
 		return nil
-	})
+	}
 }
 
 // WithStateChange sets a function called once for every change of the
 // breaker's state. It must not block.
 func WithStateChange(f func(from, to BreakerState)) Option {
-	return optionFunc(func(l *Limiter) error {
-		l.onChange = f
+	return func(c *config) error {
+		if f == nil {
+			return errors.New("fallback: WithStateChange(nil): omit the option to be told nothing")
+		}
+		c.onChange = f
 		return nil
-	})
+	}
 }
 
 // New returns a Limiter that decorates next. It does no I/O.
@@ -157,8 +168,7 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 	if err := sluice.RequireCapabilities("fallback", next, 0); err != nil {
 		return nil, err
 	}
-	l := &Limiter{
-		next:        next,
+	c := config{
 		policy:      Open(),
 		timeout:     DefaultTimeout,
 		threshold:   DefaultFailureThreshold,
@@ -166,13 +176,23 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 		probes:      DefaultProbes,
 		maxInFlight: DefaultMaxInFlight,
 	}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			return nil, errors.New("fallback: nil option")
+			return nil, fmt.Errorf("fallback: option %d is nil", i)
 		}
-		if err := o.apply(l); err != nil {
+		if err := o(&c); err != nil {
 			return nil, err
 		}
+	}
+	l := &Limiter{
+		next:        next,
+		policy:      c.policy,
+		timeout:     c.timeout,
+		threshold:   c.threshold,
+		cooldown:    c.cooldown,
+		probes:      c.probes,
+		onChange:    c.onChange,
+		maxInFlight: c.maxInFlight,
 	}
 	l.inFlight = make(chan struct{}, l.maxInFlight)
 	l.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{

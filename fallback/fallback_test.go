@@ -247,10 +247,21 @@ func TestBreakerRecoversThroughHalfOpenProbes(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	_, err := fallback.New(nil)
 	require.Error(t, err)
-	for _, o := range []fallback.Option{nil, fallback.WithPolicy(nil), fallback.WithTimeout(0), fallback.WithBreaker(0, time.Second, 1),
-		fallback.WithBreaker(1, 0, 1), fallback.WithBreaker(1, time.Second, 0), fallback.WithMaxInFlight(0)} {
-		_, err := fallback.New(&fakeStore{}, o)
-		require.Error(t, err)
+	for _, c := range []struct {
+		opt  fallback.Option
+		want string
+	}{
+		{nil, "fallback: option 1 is nil"},
+		{fallback.WithPolicy(nil), "fallback: WithPolicy(nil)"},
+		{fallback.WithTimeout(0), "fallback: WithTimeout(0s): must be positive"},
+		{fallback.WithBreaker(0, time.Second, 1), "fallback: WithBreaker(0, 1s, 1)"},
+		{fallback.WithBreaker(1, 0, 1), "fallback: WithBreaker(1, 0s, 1)"},
+		{fallback.WithBreaker(1, time.Second, 0), "fallback: WithBreaker(1, 1s, 0)"},
+		{fallback.WithMaxInFlight(0), "fallback: WithMaxInFlight(0): must be at least 1"},
+		{fallback.WithStateChange(nil), "fallback: WithStateChange(nil)"},
+	} {
+		_, err := fallback.New(&fakeStore{}, fallback.WithTimeout(time.Second), c.opt)
+		require.ErrorContains(t, err, c.want)
 	}
 	_, err = fallback.Local(nil, fallback.Replicas(1))
 	require.Error(t, err)
@@ -266,8 +277,8 @@ func TestBadInput(t *testing.T) {
 	require.ErrorIs(t, err, sluice.ErrInvalidLimit)
 }
 
-func TestShare(t *testing.T) {
-	require.Equal(t, sluice.Limit{Rate: 33, Period: time.Second, Burst: 3}, fallback.Share(sluice.Limit{Rate: 100, Period: time.Second, Burst: 10}, 3))
-	require.Equal(t, sluice.Limit{Rate: 1, Period: time.Second, Burst: 1}, fallback.Share(sluice.PerSecond(2), 10), "at least 1")
-	require.Equal(t, sluice.PerSecond(7), fallback.Share(sluice.PerSecond(7), 0), "N below 1 counts as 1")
+func TestLocalShare(t *testing.T) {
+	require.Equal(t, sluice.Limit{Rate: 33, Period: time.Second, Burst: 3}, fallback.LocalShare(sluice.Limit{Rate: 100, Period: time.Second, Burst: 10}, 3))
+	require.Equal(t, sluice.Limit{Rate: 1, Period: time.Second, Burst: 1}, fallback.LocalShare(sluice.PerSecond(2), 10), "at least 1")
+	require.Equal(t, sluice.PerSecond(7), fallback.LocalShare(sluice.PerSecond(7), 0), "N below 1 counts as 1")
 }

@@ -65,9 +65,9 @@ func Local(local sluice.Limiter, replicas func() int) (Policy, error) {
 // Replicas returns a replica count that never changes, for [Local].
 func Replicas(n int) func() int { return func() int { return n } }
 
-// Share returns limit divided among n replicas: Rate / n and Burst / n,
-// rounded down, at least 1.
-func Share(limit sluice.Limit, n int) sluice.Limit {
+// LocalShare returns the limit the [Local] policy enforces in each of n
+// replicas: Rate / n and Burst / n, rounded down, at least 1.
+func LocalShare(limit sluice.Limit, n int) sluice.Limit {
 	n = max(n, 1)
 	limit.Rate = max(limit.Rate/int64(n), 1)
 	limit.Burst = max(limit.Burst/int64(n), 1)
@@ -75,7 +75,7 @@ func Share(limit sluice.Limit, n int) sluice.Limit {
 }
 
 func (p localPolicy) decide(ctx context.Context, l *Limiter, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
-	share := Share(limit, p.replicas())
+	share := LocalShare(limit, p.replicas())
 	d, err := p.local.AllowN(ctx, key, share, n)
 	switch {
 	case errors.Is(err, sluice.ErrCostExceedsBurst):
