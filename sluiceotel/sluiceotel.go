@@ -6,7 +6,7 @@
 //
 // One span named "sluice.decision" per call, with attributes
 // sluice.algorithm and sluice.policy (when set with [WithAlgorithm] and
-// [WithPolicy]), sluice.cost, sluice.outcome ("allowed", "denied" or
+// [WithPolicyName]), sluice.cost, sluice.outcome ("allowed", "denied" or
 // "error"), sluice.remaining and sluice.source ("store", or the fallback
 // policy that decided). A denial is not a span error; an error is. The key
 // is recorded (sluice.key) only with [WithKeyAttribute]: keys are often
@@ -30,6 +30,7 @@ package sluiceotel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -77,24 +78,64 @@ type config struct {
 	recordKey bool
 }
 
-// Option configures a [Limiter].
-type Option func(*config)
+// Option configures a [Limiter]. A nil Option is an error, as is an
+// option given a bad value.
+type Option func(*config) error
 
 // WithTracerProvider sets the tracer provider (default: the global one).
-func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) error {
+		if tp == nil {
+			return errors.New("sluiceotel: WithTracerProvider(nil): omit the option for the global provider")
+		}
+		c.tp = tp
+		return nil
+	}
+}
 
 // WithMeterProvider sets the meter provider (default: the global one).
-func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) error {
+		if mp == nil {
+			return errors.New("sluiceotel: WithMeterProvider(nil): omit the option for the global provider")
+		}
+		c.mp = mp
+		return nil
+	}
+}
 
 // WithAlgorithm names the algorithm in spans and metrics (sluice.algorithm).
-func WithAlgorithm(name string) Option { return func(c *config) { c.algorithm = name } }
+func WithAlgorithm(name string) Option {
+	return func(c *config) error {
+		if name == "" {
+			return errors.New(`sluiceotel: WithAlgorithm(""): the name must not be empty`)
+		}
+		c.algorithm = name
+		return nil
+	}
+}
 
-// WithPolicy names the policy in spans and metrics (sluice.policy).
-func WithPolicy(name string) Option { return func(c *config) { c.policy = name } }
+// WithPolicyName names the rate-limit policy (such as an httplimit
+// Policy's Name) in spans and metrics (sluice.policy). It is a label only;
+// it is unrelated to the fallback package's policies.
+func WithPolicyName(name string) Option {
+	return func(c *config) error {
+		if name == "" {
+			return errors.New(`sluiceotel: WithPolicyName(""): the name must not be empty`)
+		}
+		c.policy = name
+		return nil
+	}
+}
 
 // WithKeyAttribute records the key on spans (sluice.key). It is off by
 // default, and never applies to metrics.
-func WithKeyAttribute() Option { return func(c *config) { c.recordKey = true } }
+func WithKeyAttribute() Option {
+	return func(c *config) error {
+		c.recordKey = true
+		return nil
+	}
+}
 
 // New returns a Limiter recording the decisions of next.
 func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
@@ -102,9 +143,12 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	c := config{}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("sluiceotel: option %d is nil", i)
+		}
+		if err := o(&c); err != nil {
+			return nil, err
 		}
 	}
 	if c.tp == nil {

@@ -37,7 +37,7 @@ func setup(t *testing.T, next sluice.Limiter, opts ...sluiceotel.Option) (*sluic
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	l, err := sluiceotel.New(next, append([]sluiceotel.Option{
 		sluiceotel.WithTracerProvider(tp), sluiceotel.WithMeterProvider(mp),
-		sluiceotel.WithAlgorithm("tokenbucket"), sluiceotel.WithPolicy("per-client"),
+		sluiceotel.WithAlgorithm("tokenbucket"), sluiceotel.WithPolicyName("per-client"),
 	}, opts...)...)
 	require.NoError(t, err)
 	return l, spans, reader
@@ -135,6 +135,22 @@ func TestErrorsAndDegradedDecisions(t *testing.T) {
 func TestNilNext(t *testing.T) {
 	_, err := sluiceotel.New(nil)
 	require.Error(t, err)
+}
+
+func TestBadOptions(t *testing.T) {
+	for _, c := range []struct {
+		opt  sluiceotel.Option
+		want string
+	}{
+		{nil, "sluiceotel: option 1 is nil"},
+		{sluiceotel.WithTracerProvider(nil), "sluiceotel: WithTracerProvider(nil)"},
+		{sluiceotel.WithMeterProvider(nil), "sluiceotel: WithMeterProvider(nil)"},
+		{sluiceotel.WithAlgorithm(""), `sluiceotel: WithAlgorithm("")`},
+		{sluiceotel.WithPolicyName(""), `sluiceotel: WithPolicyName("")`},
+	} {
+		_, err := sluiceotel.New(scripted{}, sluiceotel.WithKeyAttribute(), c.opt)
+		require.ErrorContains(t, err, c.want)
+	}
 }
 
 // BenchmarkOverhead: ns and allocs per decision of the token bucket on
