@@ -24,6 +24,7 @@ var spec = scriptlimit.Register(&scriptlimit.Spec{
 	ValidateLimit:  scriptlimit.CheckInterval,
 	Capacity:       func(l sluice.Limit) int64 { return l.Burst },
 	MaxReplyMicros: scriptlimit.MaxNowMicros + 2*scriptlimit.MaxFillMicros,
+	Leases:         true,
 })
 
 // Script returns the GCRA decision script paired with its Go model, for
@@ -104,3 +105,18 @@ var (
 	_ sluice.Resetter = (*Limiter)(nil)
 	_ sluice.Bounded  = (*Limiter)(nil)
 )
+
+// Lease decides req.Cost and grants up to req.Extra more tokens to hold,
+// reserved against the bucket until they are spent, released or expire
+// (see [sluice.Leaser]; the lease decorator is its user).
+func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	return l.core.Lease(ctx, req)
+}
+
+// Release ends holder's reservation on key, giving back unspent tokens
+// (see [sluice.Leaser]).
+func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	return l.core.Release(ctx, key, limit, holder, unspent)
+}
+
+var _ sluice.Leaser = (*Limiter)(nil)

@@ -148,6 +148,9 @@ type Spec struct {
 	Capacity func(sluice.Limit) int64
 	// MaxReplyMicros bounds the durations a reply may carry.
 	MaxReplyMicros int64
+	// Leases says the state is one integer, the time the bucket is full
+	// again, so that LeaseScript leases from it ([sluice.Leaser]).
+	Leases bool
 }
 
 var registry = map[string]*Spec{}

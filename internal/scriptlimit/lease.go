@@ -1,0 +1,318 @@
+package scriptlimit
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+//go:embed lease.lua
+var leaseSource string
+
+// LeaseScript leases from a bucket algorithm's state (the token bucket's
+// and GCRA's, which both hold one integer: the time the bucket is full
+// again). KEYS are the state key and its ledger key (LedgerKey); see
+// lease.lua for the arguments and the reply.
+var LeaseScript = sluice.NewScript(lib+leaseSource, leaseModel)
+
+// Lease script operations (ARGV[5]).
+const (
+	leaseTake    = 1
+	leaseRelease = 2
+)
+
+// LedgerKey names the ledger of the state key stateKey, in the same Redis
+// Cluster slot: a key with a hash tag keeps it, and one without is given
+// itself as its tag, which hashes as the whole key does. A key with no
+// hash tag that contains '}' cannot be so wrapped; its ledger is in
+// another slot, which a Redis Cluster refuses (sluice.ErrCrossSlot): build
+// keys with sluice.Key.
+func LedgerKey(stateKey string) string {
+	if i := strings.IndexByte(stateKey, '{'); i >= 0 {
+		if j := strings.IndexByte(stateKey[i+1:], '}'); j > 0 {
+			return stateKey + ":leases"
+		}
+	}
+	if strings.IndexByte(stateKey, '}') >= 0 {
+		return stateKey + ":leases"
+	}
+	return "{" + stateKey + "}:leases"
+}
+
+// leaseEntry is one holder's reservation in a ledger.
+type leaseEntry struct{ reserved, expiresUs int64 }
+
+// ledger is a ledger key's value in an in-process store: holder -> entry.
+type ledger map[string]leaseEntry
+
+var (
+	errModelLeaseKeys  = errors.New("SLUICE_INVALID_KEY a state key and a ledger key expected")
+	errModelLeaseArgs  = errors.New("SLUICE_INVALID_LIMIT 9 or 10 arguments expected")
+	errModelLeaseOp    = errors.New("SLUICE_INVALID_COST op, cost, extra, held and hold_us must be integers in range")
+	errModelHolder     = errors.New("SLUICE_INVALID_COST holder must be a positive integer")
+	errModelInterval   = errors.New("SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds")
+	errModelFill       = errors.New("SLUICE_INVALID_LIMIT burst x period / rate is too long")
+	errModelLeaseBurst = errors.New("SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed")
+	errModelBucket     = errors.New("SLUICE_INVALID_STATE key does not hold a bucket")
+	errModelLedger     = errors.New("SLUICE_INVALID_STATE ledger does not hold leases")
+)
+
+const (
+	maxLeaseHoldUs = 3600000000
+	leaseTTLMargin = 1000 // ms, as the decision scripts'
+)
+
+// leaseModel is lease.lua's Go twin: the same checks in the same order, the
+// same decision and the same writes.
+func leaseModel(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	if len(keys) != 2 || keys[0] == "" || keys[1] == "" {
+		return nil, errModelLeaseKeys
+	}
+	if len(args) != 9 && len(args) != 10 {
+		return nil, errModelLeaseArgs
+	}
+	key, ledgerKey := keys[0], keys[1]
+	rate, periodUs, burst := args[0], args[1], args[2]
+	if periodUs < 1000 || periodUs > maxPeriodUs || rate < 1 || rate > min(periodUs, maxRateBurst) || burst < 1 || burst > maxRateBurst {
+		return nil, ErrModelInvalidLimit
+	}
+	cost, op, extra, held, holdUs := args[3], args[4], args[5], args[6], args[7]
+	if op < 1 || op > 2 || cost < 0 || cost > maxRateBurst || extra < 0 || extra > maxRateBurst ||
+		held < 0 || held > maxRateBurst || holdUs < 1000 || holdUs > maxLeaseHoldUs {
+		return nil, errModelLeaseOp
+	}
+	if args[8] < 1 {
+		return nil, errModelHolder
+	}
+	holder := strconv.FormatInt(args[8], 10)
+	now := tx.NowMicros()
+	if len(args) == 10 {
+		now = args[9]
+		if now < 0 || now > MaxNowMicros {
+			return nil, ErrModelInvalidNow
+		}
+	}
+	interval := (periodUs + rate - 1) / rate
+	if (interval*rate-periodUs)*100 > periodUs {
+		return nil, errModelInterval
+	}
+	if interval > MaxFillMicros/burst {
+		return nil, errModelFill
+	}
+	if op == leaseTake && cost > burst {
+		return nil, errModelLeaseBurst
+	}
+	tolerance := burst * interval
+
+	var deficit int64
+	if tat, ok := tx.Get(key); ok {
+		if tat < 0 || tat > MaxNowMicros+MaxFillMicros {
+			return nil, errModelBucket
+		}
+		deficit = max(tat-now, 0)
+	}
+	var entries ledger
+	if v, ok := tx.Load(ledgerKey); ok {
+		if entries, ok = v.(ledger); !ok {
+			return nil, errModelLedger
+		}
+	}
+	var live, mine, mineExp int64
+	for h, e := range entries {
+		if e.reserved < 0 || e.reserved > maxRateBurst || e.expiresUs < 0 || e.expiresUs > MaxNowMicros+maxLeaseHoldUs {
+			return nil, errModelLedger
+		}
+		if e.expiresUs > now {
+			live += e.reserved
+			if h == holder {
+				mine, mineExp = e.reserved, e.expiresUs
+			}
+		}
+	}
+	floor := live * interval
+	purged := false
+	for _, ej := range entries {
+		if ej.expiresUs > now {
+			continue
+		}
+		purged = true
+		var s int64
+		for _, ek := range entries {
+			if ek.expiresUs >= ej.expiresUs {
+				s += ek.reserved
+			}
+		}
+		floor = max(floor, s*interval-(now-ej.expiresUs))
+	}
+	deficit = max(deficit, min(floor, tolerance))
+
+	var allowed, retryAfter, granted int64 = 1, 0, 0
+	reserve, reserveExp := mine, mineExp
+	spent := false
+	if op == leaseRelease {
+		back := min(cost, mine)
+		deficit = max(deficit-back*interval, 0)
+		reserve = 0
+		spent = true
+	} else {
+		held = min(held, mine)
+		switch after := deficit + cost*interval; {
+		case cost == 0:
+			if deficit+interval > tolerance {
+				allowed, retryAfter = 0, deficit+interval-tolerance
+			}
+		case after > tolerance:
+			allowed, retryAfter = 0, after-tolerance
+			if live+cost > burst {
+				var first int64
+				for _, e := range entries {
+					if e.expiresUs > now && (first == 0 || e.expiresUs < first) {
+						first = e.expiresUs
+					}
+				}
+				retryAfter += first - now
+			}
+			reserve = held
+		default:
+			granted = min(extra, burst, (tolerance-after)/interval)
+			deficit = after + granted*interval
+			spent = true
+			reserve = held + granted
+			if granted > 0 {
+				reserveExp = now + holdUs
+			}
+		}
+	}
+
+	changed := purged || reserve != mine
+	if spent || changed {
+		if deficit > 0 {
+			tx.Set(key, now+deficit, time.Duration((deficit+999)/1000+leaseTTLMargin)*time.Millisecond)
+		} else {
+			tx.Del(key)
+		}
+	}
+	if changed || reserve > 0 && reserveExp != mineExp {
+		next := ledger{}
+		var last int64
+		for h, e := range entries {
+			if e.expiresUs > now && h != holder {
+				next[h] = e
+				last = max(last, e.expiresUs)
+			}
+		}
+		if reserve > 0 {
+			next[holder] = leaseEntry{reserve, reserveExp}
+			last = max(last, reserveExp)
+		}
+		if len(next) == 0 {
+			tx.Del(ledgerKey)
+		} else {
+			tx.Store(ledgerKey, next, time.Duration((last-now+999)/1000+leaseTTLMargin)*time.Millisecond)
+		}
+	}
+
+	var remaining, expires int64
+	if deficit < tolerance {
+		remaining = (tolerance - deficit) / interval
+	}
+	if reserve > 0 {
+		expires = reserveExp - now
+	}
+	return []int64{allowed, remaining, retryAfter, deficit, granted, expires}, nil
+}
+
+// Lease serves [sluice.Leaser] for a bucket algorithm (Spec.Leases).
+func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	if !l.spec.Leases {
+		return sluice.Grant{}, fmt.Errorf("%s: %w: the algorithm cannot lease", l.spec.Name, sluice.ErrUnsupported)
+	}
+	if err := l.check(req.Key, req.Limit); err != nil {
+		return sluice.Grant{}, err
+	}
+	if err := l.validateCost(req.Limit, req.Cost); err != nil {
+		return sluice.Grant{}, err
+	}
+	if err := checkLeaseRequest(req); err != nil {
+		return sluice.Grant{}, fmt.Errorf("%s: %w", l.spec.Name, err)
+	}
+	reply, err := l.runLease(ctx, req.Key, req.Limit, req.Cost, leaseTake, req.Extra, req.Held, req.Hold.Microseconds(), req.Holder)
+	if err != nil {
+		return sluice.Grant{}, err
+	}
+	d, err := l.parseReply(reply[:4], req.Limit)
+	if err != nil {
+		return sluice.Grant{}, err
+	}
+	granted, expires := reply[4], reply[5]
+	if granted < 0 || granted > req.Extra || expires < 0 || expires > req.Hold.Microseconds() || !d.Allowed && granted != 0 {
+		return sluice.Grant{}, fmt.Errorf("%s: %w: %v", l.spec.Name, sluice.ErrUnexpectedReply, reply)
+	}
+	return sluice.Grant{Decision: d, Extra: granted, Expires: time.Duration(expires) * time.Microsecond}, nil
+}
+
+// Release serves [sluice.Leaser] for a bucket algorithm (Spec.Leases).
+func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	if !l.spec.Leases {
+		return sluice.Decision{}, fmt.Errorf("%s: %w: the algorithm cannot lease", l.spec.Name, sluice.ErrUnsupported)
+	}
+	if err := l.check(key, limit); err != nil {
+		return sluice.Decision{}, err
+	}
+	if holder < 1 {
+		return sluice.Decision{}, fmt.Errorf("%s: %w: a lease holder must be positive, got %d", l.spec.Name, sluice.ErrInvalidCost, holder)
+	}
+	if unspent < 0 || unspent > maxRateBurst {
+		return sluice.Decision{}, fmt.Errorf("%s: %w: unspent tokens must be 0 to 1e12, got %d", l.spec.Name, sluice.ErrInvalidCost, unspent)
+	}
+	reply, err := l.runLease(ctx, key, limit, unspent, leaseRelease, 0, 0, 1000, holder)
+	if err != nil {
+		return sluice.Decision{}, err
+	}
+	d, err := l.parseReply(reply[:4], limit)
+	if err != nil {
+		return sluice.Decision{}, err
+	}
+	if !d.Allowed || reply[4] != 0 || reply[5] != 0 {
+		return sluice.Decision{}, fmt.Errorf("%s: %w: %v", l.spec.Name, sluice.ErrUnexpectedReply, reply)
+	}
+	return d, nil
+}
+
+// checkLeaseRequest checks what a lease adds to a request.
+func checkLeaseRequest(req sluice.LeaseRequest) error {
+	switch {
+	case req.Holder < 1:
+		return fmt.Errorf("%w: a lease holder must be positive, got %d", sluice.ErrInvalidCost, req.Holder)
+	case req.Extra < 0 || req.Extra > maxRateBurst:
+		return fmt.Errorf("%w: a lease's extra tokens must be 0 to 1e12, got %d", sluice.ErrInvalidCost, req.Extra)
+	case req.Held < 0 || req.Held > maxRateBurst:
+		return fmt.Errorf("%w: a lease's held tokens must be 0 to 1e12, got %d", sluice.ErrInvalidCost, req.Held)
+	case req.Hold < sluice.MinLeaseHold || req.Hold > sluice.MaxLeaseHold || req.Hold%time.Millisecond != 0:
+		return fmt.Errorf("%w: a lease's hold must be whole milliseconds from %s to %s, got %s",
+			sluice.ErrInvalidLimit, sluice.MinLeaseHold, sluice.MaxLeaseHold, req.Hold)
+	}
+	return nil
+}
+
+func (l *Limiter) runLease(ctx context.Context, key string, limit sluice.Limit, cost, op, extra, held, holdUs, holder int64) ([]int64, error) {
+	args, err := l.appendNow([]int64{limit.Rate, limit.PeriodMicros(), limit.Burst, cost, op, extra, held, holdUs, holder})
+	if err != nil {
+		return nil, err
+	}
+	stateKey := key + l.spec.KeySuffix
+	reply, err := l.store.Run(ctx, LeaseScript, []string{stateKey, LedgerKey(stateKey)}, args)
+	if err != nil {
+		return nil, fmt.Errorf("%s: lease: %w", l.spec.Name, sluice.ScriptError(err))
+	}
+	if len(reply) != 6 {
+		return nil, fmt.Errorf("%s: %w: %d values, want 6", l.spec.Name, sluice.ErrUnexpectedReply, len(reply))
+	}
+	return reply, nil
+}

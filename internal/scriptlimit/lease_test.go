@@ -1,0 +1,257 @@
+package scriptlimit_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/gcra"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/sluicetest"
+)
+
+func TestMain(m *testing.M) { sluicetest.Main(m) }
+
+// leaser is a bucket algorithm's limiter: it decides and leases.
+type leaser interface {
+	sluice.Limiter
+	sluice.Leaser
+}
+
+func newLeasers(t *testing.T, store sluice.Store, clock sluice.Clock) map[string]leaser {
+	tb, err := tokenbucket.New(store, tokenbucket.WithClock(clock))
+	require.NoError(t, err)
+	g, err := gcra.New(store, gcra.WithClock(clock))
+	require.NoError(t, err)
+	return map[string]leaser{"tokenbucket": tb, "gcra": g}
+}
+
+// tiers are the stores a lease script runs on: the Go twin, miniredis's
+// Lua and a real redis-server's.
+func tiers(t *testing.T) []sluicetest.Tier {
+	return []sluicetest.Tier{sluicetest.MemTier(t), sluicetest.MiniredisTier(t), sluicetest.GoRedisTier(t, sluicetest.SharedRedis(t))}
+}
+
+const hold = time.Second
+
+var leaseLimit = sluice.Limit{Rate: 100, Period: time.Second, Burst: 100} // 10 ms a token
+
+// TestLeasedTokensCountUntilReleased is the lease's core promise: tokens
+// held by one holder keep the bucket from refilling into them, however
+// long they are held, until the holder releases them.
+func TestLeasedTokensCountUntilReleased(t *testing.T) {
+	for _, tier := range tiers(t) {
+		for _, name := range []string{"tokenbucket", "gcra"} {
+			t.Run(tier.Name+"/"+name, func(t *testing.T) {
+				clock := sluicetest.NewFakeClock(sluicetest.Epoch)
+				l := newLeasers(t, tier.Store, clock)[name]
+				key := sluice.Key(sluicetest.UniqueKey(t))
+				ctx := t.Context()
+				g, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 99, Hold: hold})
+				require.NoError(t, err)
+				require.True(t, g.Allowed)
+				require.EqualValues(t, 99, g.Extra, "the whole bucket is granted")
+				require.Equal(t, hold, g.Expires)
+				require.EqualValues(t, 0, g.Remaining)
+
+				// 0.9 s later the unleased bucket would hold 90 tokens; the
+				// reservation of 99 leaves room for 1 at most.
+				clock.Advance(900 * time.Millisecond)
+				d, err := l.AllowN(ctx, key, leaseLimit, 0)
+				require.NoError(t, err)
+				other, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 1, Extra: 50, Hold: hold})
+				require.NoError(t, err)
+				require.True(t, other.Allowed, "one token is free: burst 100 less 99 reserved")
+				require.EqualValues(t, 0, other.Extra)
+				require.True(t, d.Allowed, "a plain peek does not see reservations")
+				denied, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 1, Hold: hold})
+				require.NoError(t, err)
+				require.False(t, denied.Allowed, "the reservations leave nothing")
+				require.Greater(t, denied.RetryAfter, time.Duration(0))
+
+				// Holder 1 spent 40 and releases the 59 it did not.
+				rel, err := l.Release(ctx, key, leaseLimit, 1, 59)
+				require.NoError(t, err)
+				require.EqualValues(t, 59, rel.Remaining, "the unspent tokens are back, and nothing more")
+				again, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 1, Extra: 100, Hold: hold})
+				require.NoError(t, err)
+				require.True(t, again.Allowed)
+				require.EqualValues(t, 58, again.Extra)
+			})
+		}
+	}
+}
+
+// TestReportedSpendingStopsCounting: a holder that reports what it still
+// holds frees the rest of its reservation, and the bucket refills into it
+// from then on (not from when the tokens were spent, which the store does
+// not know: a holder reports at its next lease or release).
+func TestReportedSpendingStopsCounting(t *testing.T) {
+	for _, tier := range tiers(t) {
+		t.Run(tier.Name, func(t *testing.T) {
+			clock := sluicetest.NewFakeClock(sluicetest.Epoch)
+			l := newLeasers(t, tier.Store, clock)["tokenbucket"]
+			key := sluice.Key(sluicetest.UniqueKey(t))
+			ctx := t.Context()
+			_, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 99, Hold: hold})
+			require.NoError(t, err)
+			clock.Advance(500 * time.Millisecond)
+			// It holds 9 of its 99: the bucket could refill into 1 token
+			// only, which this call takes.
+			g, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 100, Held: 9, Hold: hold})
+			require.NoError(t, err)
+			require.True(t, g.Allowed)
+			require.EqualValues(t, 0, g.Extra)
+			require.Equal(t, 500*time.Millisecond, g.Expires, "no tokens granted: the reservation keeps its end")
+			clock.Advance(300 * time.Millisecond)
+			g, err = l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 100, Held: 9, Hold: hold})
+			require.NoError(t, err)
+			require.True(t, g.Allowed)
+			require.EqualValues(t, 29, g.Extra, "30 tokens refilled in 0.3 s since the report")
+			require.Equal(t, hold, g.Expires)
+			// Claiming to hold more than it reserves counts as what it reserves.
+			g, err = l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Held: 1000, Hold: hold})
+			require.NoError(t, err)
+			require.False(t, g.Allowed)
+			rel, err := l.Release(ctx, key, leaseLimit, 1, 1000)
+			require.NoError(t, err)
+			require.EqualValues(t, 38, rel.Remaining, "a release gives back at most the 38 reserved")
+		})
+	}
+}
+
+// TestAnExpiredReservationRefillsAtTheRate: a holder that dies leaves its
+// reservation to expire; from then the bucket refills into it at the
+// limit's rate, never at once.
+func TestAnExpiredReservationRefillsAtTheRate(t *testing.T) {
+	for _, tier := range tiers(t) {
+		t.Run(tier.Name, func(t *testing.T) {
+			clock := sluicetest.NewFakeClock(sluicetest.Epoch)
+			l := newLeasers(t, tier.Store, clock)["tokenbucket"]
+			key := sluice.Key(sluicetest.UniqueKey(t))
+			ctx := t.Context()
+			_, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 7, Cost: 100, Hold: hold})
+			require.NoError(t, err)
+			_, err = l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 7, Cost: 0, Extra: 0, Hold: hold})
+			require.NoError(t, err)
+			// Holder 7 reserves nothing (its cost was spent at once); holder 8
+			// takes what refills in 0.5 s and dies.
+			clock.Advance(500 * time.Millisecond)
+			g, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 8, Cost: 1, Extra: 100, Hold: hold})
+			require.NoError(t, err)
+			require.EqualValues(t, 49, g.Extra)
+			// While the 49 were reserved the bucket refilled to 51 at most;
+			// 0.2 s after the reservation ended, 20 more.
+			clock.Advance(hold + 200*time.Millisecond)
+			d, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 9, Cost: 0, Hold: hold})
+			require.NoError(t, err)
+			require.EqualValues(t, 51+20, d.Remaining)
+		})
+	}
+}
+
+func TestLeaseRefusesBadRequests(t *testing.T) {
+	l := newLeasers(t, sluicetest.MemTier(t).Store, sluicetest.NewFakeClock(sluicetest.Epoch))["gcra"]
+	key := sluice.Key("bad")
+	ok := sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Hold: hold}
+	for name, mutate := range map[string]func(*sluice.LeaseRequest){
+		"holder 0":        func(r *sluice.LeaseRequest) { r.Holder = 0 },
+		"negative extra":  func(r *sluice.LeaseRequest) { r.Extra = -1 },
+		"negative held":   func(r *sluice.LeaseRequest) { r.Held = -1 },
+		"hold 0":          func(r *sluice.LeaseRequest) { r.Hold = 0 },
+		"hold 2h":         func(r *sluice.LeaseRequest) { r.Hold = 2 * time.Hour },
+		"hold 1.5 ms":     func(r *sluice.LeaseRequest) { r.Hold = 1500 * time.Microsecond },
+		"cost over burst": func(r *sluice.LeaseRequest) { r.Cost = 101 },
+		"negative cost":   func(r *sluice.LeaseRequest) { r.Cost = -1 },
+		"empty key":       func(r *sluice.LeaseRequest) { r.Key = "" },
+		"bad limit":       func(r *sluice.LeaseRequest) { r.Limit.Rate = 0 },
+	} {
+		req := ok
+		mutate(&req)
+		_, err := l.Lease(t.Context(), req)
+		require.Error(t, err, name)
+	}
+	_, err := l.Lease(t.Context(), ok)
+	require.NoError(t, err)
+	_, err = l.Release(t.Context(), key, leaseLimit, 0, 1)
+	require.Error(t, err)
+	_, err = l.Release(t.Context(), key, leaseLimit, 1, -1)
+	require.Error(t, err)
+}
+
+func TestLedgerKeyKeepsTheSlot(t *testing.T) {
+	for _, k := range []string{"rl:{tenant:42}:api:tb", "plain:tb", "{open:tb", "a{b}c", "rl:{%}:tb"} {
+		require.Equal(t, sluice.HashSlot(k), sluice.HashSlot(scriptlimit.LedgerKey(k)), k)
+		require.NotEqual(t, k, scriptlimit.LedgerKey(k))
+	}
+	// Without a hash tag and with a '}' no wrapping keeps the slot; the
+	// ledger key is still distinct.
+	require.Equal(t, "{}odd:tb:leases", scriptlimit.LedgerKey("{}odd:tb"))
+}
+
+// FuzzLeaseScriptMatchesModel runs random sequences of leases, reports,
+// releases, plain decisions and time steps, by three holders, through the
+// Lua script on a real redis-server and on miniredis and through the Go
+// twin: every reply must be identical.
+func FuzzLeaseScriptMatchesModel(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0, 0, 4})
+	f.Add([]byte{1, 5, 255, 255, 255, 0, 0, 0, 2, 0, 1, 2, 3, 4, 5, 6, 3, 9, 128, 0, 0, 0, 0, 0})
+	f.Add([]byte{2, 200, 1, 0, 0, 0, 9, 2, 2, 7, 1, 0, 0, 0, 9, 6, 2, 1, 1, 0, 0, 0, 9, 4})
+	f.Add([]byte("a longer seed that mixes leases, releases and time steps of all kinds!!"))
+	real := sluicetest.SharedRedis(f)
+	limits := []sluice.Limit{
+		leaseLimit,
+		{Rate: 10, Period: time.Second, Burst: 50},
+		{Rate: 1, Period: time.Hour, Burst: 3},
+		{Rate: 1000, Period: time.Millisecond, Burst: 2},
+	}
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		clock := sluicetest.NewFakeClock(sluicetest.Epoch)
+		stores := []sluicetest.Tier{sluicetest.MemTier(t), sluicetest.MiniredisTier(t), sluicetest.GoRedisTier(t, real)}
+		key := sluice.Key(sluicetest.UniqueKey(t))
+		for _, name := range []string{"tokenbucket", "gcra"} {
+			var ls []leaser
+			for _, s := range stores {
+				ls = append(ls, newLeasers(t, s.Store, clock)[name])
+			}
+			for i := 0; i+8 <= len(ops) && i < 8*150; i += 8 {
+				limit := limits[int(ops[i])%len(limits)]
+				step := int64(int32(binary.LittleEndian.Uint32(ops[i+2:])))
+				step >>= ops[i+6] % 32
+				clock.Advance(time.Duration(step) * 16 * time.Microsecond)
+				holder := 1 + int64(ops[i+7]>>5)%3
+				n := int64(ops[i+1])
+				var replies []any
+				var errs []error
+				for _, l := range ls {
+					var r any
+					var err error
+					switch op := ops[i+7] & 7; {
+					case op == 0:
+						r, err = l.Release(t.Context(), key, limit, holder, n%(limit.Burst+2))
+					case op == 1:
+						r, err = l.AllowN(t.Context(), key, limit, n%(limit.Burst+1))
+					default:
+						r, err = l.Lease(t.Context(), sluice.LeaseRequest{Key: key, Limit: limit, Holder: holder,
+							Cost: n % (limit.Burst + 1), Extra: int64(op) * 7 % (limit.Burst + 3), Held: n % 5,
+							Hold: time.Duration(1+ops[i+6]%3) * 300 * time.Millisecond})
+					}
+					replies, errs = append(replies, r), append(errs, err)
+				}
+				for j := 1; j < len(ls); j++ {
+					require.Equal(t, errs[0] == nil, errs[j] == nil, "%s call %d on %s: errors %v / %v", name, i/8, stores[j].Name, errs[0], errs[j])
+					if errs[0] != nil {
+						require.True(t, errors.Is(errs[j], sluice.ErrInvalidCost) == errors.Is(errs[0], sluice.ErrInvalidCost))
+						continue
+					}
+					require.Equal(t, replies[0], replies[j], "%s call %d on %s at %s", name, i/8, stores[j].Name, clock.Now())
+				}
+			}
+		}
+	})
+}
