@@ -114,8 +114,11 @@ func ByHashTag() Option {
 	}
 }
 
-// Limiter decides concurrent calls in shared batches. It implements
-// [sluice.Limiter] and [sluice.BatchLimiter]; it is safe for concurrent use.
+// Limiter decides concurrent AllowN calls in shared batches, each exactly
+// as the limiter it wraps would decide it alone. It forwards AllowBatch,
+// Refund, Reset, Capacity, Lease and Release unchanged (not batched), and
+// serves every capability the wrapped limiter serves. It is safe for
+// concurrent use.
 type Limiter struct {
 	next        batching.Next
 	maxInFlight int
@@ -271,12 +274,24 @@ func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
 	return forward.Capacity("coalesce", l.next, limit)
 }
 
+// Lease passes a lease request straight to the wrapped limiter: leases
+// are not batched (a lease decorator already makes them rare).
+func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	return forward.Lease(ctx, "coalesce", l.next, req)
+}
+
+// Release passes a release straight to the wrapped limiter.
+func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	return forward.Release(ctx, "coalesce", l.next, key, limit, holder, unspent)
+}
+
 var (
 	_ sluice.Capabler     = (*Limiter)(nil)
 	_ sluice.BatchLimiter = (*Limiter)(nil)
 	_ sluice.Refunder     = (*Limiter)(nil)
 	_ sluice.Resetter     = (*Limiter)(nil)
 	_ sluice.Bounded      = (*Limiter)(nil)
+	_ sluice.Leaser       = (*Limiter)(nil)
 )
 
 // Stats counts what the Limiter did since New.
