@@ -9,14 +9,16 @@
 // store said); another cost, a peek, and anything after the entry expires
 // go to the wrapped limiter. When the store allows any request on the key,
 // its remembered denials are forgotten (they would understate the wait).
-// Keys live in a bounded LRU ([WithCapacity]).
+// Keys live in a bounded LRU ([WithCapacity]). Leases ([sluice.Leaser])
+// always go to the wrapped limiter: they are neither answered nor
+// remembered here.
 //
 // # Staleness
 //
 // A local denial can be wrong only if the key gained room in the store
-// meanwhile other than by the passing of time: a Refund or Reset made
-// through another process (or another limiter value). This decorator's own
-// Refund and Reset forget the entry. The error is bounded: a local denial
+// meanwhile other than by the passing of time: a Refund, Reset or Release
+// made through another process (or another limiter value). This
+// decorator's own Refund, Reset and Release forget the entry. The error is bounded: a local denial
 // is never older than min(RetryAfter, MaxStale) (default 1 s). Time alone
 // never makes an entry wrong: the store could not have allowed the request
 // before RetryAfter anyway.
@@ -42,7 +44,10 @@ const (
 	DefaultMaxStale = time.Second
 )
 
-// Limiter remembers denials of the limiter it wraps. It is safe for
+// Limiter remembers the AllowN and AllowBatch denials of the limiter it
+// wraps and repeats them locally until they expire; it forwards Refund,
+// Reset, Capacity, Lease and Release (always to the wrapped limiter), and
+// serves every capability the wrapped limiter serves. It is safe for
 // concurrent use.
 type Limiter struct {
 	next     sluice.Limiter
@@ -310,12 +315,36 @@ func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
 	return forward.Capacity("denycache", l.next, limit)
 }
 
+// Lease always passes the lease request to the wrapped limiter: a lease
+// is decided under the reservations of every holder, which a remembered
+// denial knows nothing of, so none answers it, and a lease's denials are
+// not remembered. A lease that takes tokens forgets the key's remembered
+// denials under its limit, as an allowed AllowN does.
+func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	g, err := forward.Lease(ctx, "denycache", l.next, req)
+	if err == nil && g.Allowed && req.Cost+g.Extra > 0 {
+		l.drop(entryKey{req.Key, req.Limit})
+	}
+	return g, err
+}
+
+// Release forgets key's denials (the tokens given back make room they do
+// not know of) and passes the release to the wrapped limiter.
+func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	if !sluice.Supports(l.next, sluice.CanLease) {
+		return sluice.Decision{}, sluice.Unsupported("denycache", sluice.CanLease, l.next)
+	}
+	l.forget(key)
+	return forward.Release(ctx, "denycache", l.next, key, limit, holder, unspent)
+}
+
 var (
 	_ sluice.Capabler     = (*Limiter)(nil)
 	_ sluice.BatchLimiter = (*Limiter)(nil)
 	_ sluice.Refunder     = (*Limiter)(nil)
 	_ sluice.Resetter     = (*Limiter)(nil)
 	_ sluice.Bounded      = (*Limiter)(nil)
+	_ sluice.Leaser       = (*Limiter)(nil)
 )
 
 // Len returns the number of keys with remembered denials.
