@@ -4,10 +4,11 @@
 //
 // # Order of operations
 //
-// For each call, in order:
+// For each call of AllowN, AllowBatch and Lease, in order:
 //
-//  1. The key and limit are validated; bad input is an error, whatever
-//     the state of the store.
+//  1. The key and limit are validated (and a batch's costs, and a lease
+//     request's every field); bad input is an error, whatever the state
+//     of the store.
 //  2. A caller's context that is already done is returned as its error.
 //  3. If the breaker is open (or half-open with its probes in flight), the
 //     policy decides at once: no command reaches the store.
@@ -24,6 +25,12 @@
 //     error and does not trip the breaker: falling back would hide it. Any
 //     other error, and the timeout, is a failure: the policy decides, and
 //     enough consecutive failures open the breaker.
+//
+// When the policy decides a Lease, it decides the request's Cost as it
+// would an AllowN of that cost, and leases nothing: the Grant's Extra and
+// Expires are 0. Refund, Reset and Release go to the wrapped limiter
+// within the time budget only, never through the breaker or the policy:
+// when they fail, they return the error.
 //
 // # Policies
 //

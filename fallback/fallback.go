@@ -69,7 +69,11 @@ var errExcluded = errors.New("fallback: excluded from the breaker's counts")
 var errTooManyInFlight = errors.New("fallback: too many calls in flight to the store")
 
 // Limiter decorates a [sluice.Limiter] with a timeout budget, a circuit
-// breaker and a fallback policy. It is safe for concurrent use.
+// breaker and a fallback policy: AllowN, AllowBatch and Lease go to the
+// wrapped limiter through all three, and the policy decides what the store
+// cannot; Refund, Reset and Release go within the time budget only, and
+// Capacity is the wrapped limiter's. It serves every capability the
+// wrapped limiter serves, and is safe for concurrent use.
 type Limiter struct {
 	next        sluice.Limiter
 	policy      Policy
@@ -361,12 +365,78 @@ func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
 	return forward.Capacity("fallback", l.next, limit)
 }
 
+// Lease passes a lease request to the wrapped limiter as AllowN passes a
+// request: after validating it, within the time budget, the in-flight
+// bound and the breaker. When the store cannot answer, the policy decides
+// req.Cost and nothing is leased: the Grant's Extra and Expires are 0, and
+// its Source names the policy.
+func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	if !sluice.Supports(l.next, sluice.CanLease) {
+		return sluice.Grant{}, sluice.Unsupported("fallback", sluice.CanLease, l.next)
+	}
+	if err := checkLease(l.next, req); err != nil {
+		return sluice.Grant{}, fmt.Errorf("fallback: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return sluice.Grant{}, err
+	}
+	var g sluice.Grant
+	stored, err := l.through(ctx, func(ctx context.Context) error {
+		var err error
+		g, err = forward.Lease(ctx, "fallback", l.next, req)
+		return err
+	})
+	switch {
+	case err != nil:
+		return sluice.Grant{}, err
+	case stored:
+		return g, nil
+	}
+	d, err := l.policy.decide(ctx, l, req.Key, req.Limit, req.Cost)
+	if err != nil {
+		return sluice.Grant{}, err
+	}
+	return sluice.Grant{Decision: d}, nil
+}
+
+// checkLease validates a lease request for next, so that bad input is an
+// error whatever the breaker's state: key, limit and Cost as
+// [sluice.CheckRequest] checks a request, then what a lease adds.
+func checkLease(next sluice.Limiter, req sluice.LeaseRequest) error {
+	if err := sluice.CheckRequest(next, req.Key, req.Limit, req.Cost); err != nil {
+		return err
+	}
+	switch {
+	case req.Holder < 1:
+		return fmt.Errorf("%w: a lease holder must be positive, got %d", sluice.ErrInvalidCost, req.Holder)
+	case req.Extra < 0 || req.Extra > sluice.MaxBurst:
+		return fmt.Errorf("%w: a lease's extra tokens must be 0 to %d, got %d", sluice.ErrInvalidCost, sluice.MaxBurst, req.Extra)
+	case req.Held < 0 || req.Held > sluice.MaxBurst:
+		return fmt.Errorf("%w: a lease's held tokens must be 0 to %d, got %d", sluice.ErrInvalidCost, sluice.MaxBurst, req.Held)
+	case req.Hold < sluice.MinLeaseHold || req.Hold > sluice.MaxLeaseHold || req.Hold%time.Millisecond != 0:
+		return fmt.Errorf("%w: a lease's hold must be whole milliseconds from %s to %s, got %s",
+			sluice.ErrInvalidLimit, sluice.MinLeaseHold, sluice.MaxLeaseHold, req.Hold)
+	}
+	return nil
+}
+
+// Release passes a release to the wrapped limiter, within the time budget
+// but not through the breaker or the policy: a release that fails is an
+// error (the tokens stay reserved until the hold ends, which errs on the
+// safe side).
+func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	return forward.Release(ctx, "fallback", l.next, key, limit, holder, unspent)
+}
+
 var (
 	_ sluice.Capabler     = (*Limiter)(nil)
 	_ sluice.BatchLimiter = (*Limiter)(nil)
 	_ sluice.Refunder     = (*Limiter)(nil)
 	_ sluice.Resetter     = (*Limiter)(nil)
 	_ sluice.Bounded      = (*Limiter)(nil)
+	_ sluice.Leaser       = (*Limiter)(nil)
 )
 
 // IsConfigError reports whether err is a configuration error rather than a
