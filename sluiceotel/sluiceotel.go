@@ -4,13 +4,19 @@
 //
 // # Spans
 //
-// One span named "sluice.decision" per call, with attributes
+// One span named "sluice.decision" per AllowN call, with attributes
 // sluice.algorithm and sluice.policy (when set with [WithAlgorithm] and
 // [WithPolicyName]), sluice.cost, sluice.outcome ("allowed", "denied" or
 // "error"), sluice.remaining and sluice.source ("store", or the fallback
 // policy that decided). A denial is not a span error; an error is. The key
 // is recorded (sluice.key) only with [WithKeyAttribute]: keys are often
 // personal data and always high-cardinality.
+//
+// A Lease has a span named "sluice.lease" with the same attributes (the
+// cost is the request's Cost) and sluice.lease.extra, the tokens granted
+// beyond it; a Release one named "sluice.release" with
+// sluice.lease.unspent; an AllowBatch one named "sluice.batch" with
+// sluice.batch.size. Refund and Reset have none.
 //
 // # Metrics
 //
@@ -21,7 +27,9 @@
 //   - sluice.decisions.degraded (counter): decisions made by a fallback
 //     policy, by sluice.source, sluice.algorithm and sluice.policy.
 //
-// Metric attributes never include the key.
+// AllowN, each request of AllowBatch and Lease (its Cost's decision) count
+// as decisions; Refund, Reset and Release do not. Metric attributes never
+// include the key.
 //
 // The providers default to the global ones (otel.GetTracerProvider,
 // otel.GetMeterProvider), so an application that configures OpenTelemetry
@@ -46,8 +54,11 @@ import (
 
 const instrumentation = "github.com/sluicehq/sluice/sluiceotel"
 
-// Limiter records the decisions of the limiter it wraps. It is safe for
-// concurrent use.
+// Limiter records the decisions of the limiter it wraps: AllowN,
+// AllowBatch and Lease each in a span and in the metrics. It forwards
+// every call unchanged (Refund, Reset, Capacity and Release too, the last
+// in a span of its own) and serves every capability the wrapped limiter
+// serves. It is safe for concurrent use.
 type Limiter struct {
 	next      sluice.Limiter
 	tracer    trace.Tracer
@@ -203,18 +214,24 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	elapsed := time.Since(start).Seconds()
 
 	a := l.record(ctx, elapsed, d, err)
-	if span.IsRecording() {
-		span.SetAttributes(a.kvs...)
-		span.SetAttributes(attribute.Int64("sluice.cost", n), attribute.Int64("sluice.remaining", d.Remaining))
-		if l.recordKey {
-			span.SetAttributes(attribute.String("sluice.key", key))
-		}
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, "no rate-limit decision")
-		}
-	}
+	l.annotate(span, a, key, n, d, err)
 	return d, err
+}
+
+// annotate sets the attributes of a decision's span, and its error.
+func (l *Limiter) annotate(span trace.Span, a outcomeAttrs, key string, n int64, d sluice.Decision, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(a.kvs...)
+	span.SetAttributes(attribute.Int64("sluice.cost", n), attribute.Int64("sluice.remaining", d.Remaining))
+	if l.recordKey {
+		span.SetAttributes(attribute.String("sluice.key", key))
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "no rate-limit decision")
+	}
 }
 
 // record counts one decision (or error) in the metrics and returns its
@@ -280,10 +297,51 @@ func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
 	return forward.Capacity("sluiceotel", l.next, limit)
 }
 
+// Lease passes a lease request to the wrapped limiter in a span
+// ("sluice.lease", with the decision's attributes and the tokens granted
+// beyond the cost as sluice.lease.extra), and counts the decision of
+// req.Cost in the metrics as AllowN does.
+func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	ctx, span := l.tracer.Start(ctx, "sluice.lease", trace.WithSpanKind(trace.SpanKindInternal))
+	defer span.End()
+	start := time.Now()
+	g, err := forward.Lease(ctx, "sluiceotel", l.next, req)
+	elapsed := time.Since(start).Seconds()
+
+	a := l.record(ctx, elapsed, g.Decision, err)
+	l.annotate(span, a, req.Key, req.Cost, g.Decision, err)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int64("sluice.lease.extra", g.Extra))
+	}
+	return g, err
+}
+
+// Release passes a release to the wrapped limiter in a span
+// ("sluice.release", with sluice.lease.unspent); like a refund, it is not
+// counted in the metrics.
+func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	ctx, span := l.tracer.Start(ctx, "sluice.release", trace.WithSpanKind(trace.SpanKindInternal))
+	defer span.End()
+	d, err := forward.Release(ctx, "sluiceotel", l.next, key, limit, holder, unspent)
+	if span.IsRecording() {
+		span.SetAttributes(l.base...)
+		span.SetAttributes(attribute.Int64("sluice.lease.unspent", unspent))
+		if l.recordKey {
+			span.SetAttributes(attribute.String("sluice.key", key))
+		}
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "release failed")
+		}
+	}
+	return d, err
+}
+
 var (
 	_ sluice.Capabler     = (*Limiter)(nil)
 	_ sluice.BatchLimiter = (*Limiter)(nil)
 	_ sluice.Refunder     = (*Limiter)(nil)
 	_ sluice.Resetter     = (*Limiter)(nil)
 	_ sluice.Bounded      = (*Limiter)(nil)
+	_ sluice.Leaser       = (*Limiter)(nil)
 )

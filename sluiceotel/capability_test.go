@@ -1,0 +1,136 @@
+package sluiceotel_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/sluiceotel"
+)
+
+// release is one call of Leaser.Release.
+type release struct {
+	key             string
+	limit           sluice.Limit
+	holder, unspent int64
+}
+
+// leaser serves leases, recording each lease and release.
+type leaser struct {
+	scripted
+	grant      sluice.Grant
+	freed      sluice.Decision
+	releaseErr error
+
+	mu       sync.Mutex
+	leases   []sluice.LeaseRequest
+	releases []release
+}
+
+func (f *leaser) Lease(_ context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leases = append(f.leases, req)
+	return f.grant, nil
+}
+
+func (f *leaser) Release(_ context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.releases = append(f.releases, release{key, limit, holder, unspent})
+	return f.freed, f.releaseErr
+}
+
+var (
+	capLimit = sluice.PerSecond(10)
+	leaseReq = sluice.LeaseRequest{Key: "user:42", Limit: capLimit, Holder: 42, Cost: 2, Extra: 5, Held: 1, Hold: 100 * time.Millisecond}
+)
+
+func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
+	l, _, _ := setup(t, scripted{d: sluice.Decision{Allowed: true}})
+	require.Equal(t, sluice.Capability(0), l.Capabilities())
+	ctx := t.Context()
+	_, err := l.Refund(ctx, "k", capLimit, 1)
+	require.ErrorIs(t, err, sluice.ErrUnsupported)
+	require.ErrorIs(t, l.Reset(ctx, "k"), sluice.ErrUnsupported)
+	_, err = l.AllowBatch(ctx, []sluice.Request{{Key: "k", Limit: capLimit, N: 1}})
+	require.ErrorIs(t, err, sluice.ErrUnsupported)
+	_, err = l.Capacity(capLimit)
+	require.ErrorIs(t, err, sluice.ErrUnsupported)
+	_, err = l.Lease(ctx, leaseReq)
+	require.ErrorIs(t, err, sluice.ErrUnsupported)
+	for _, want := range []string{"sluiceotel", "scripted", "lease"} {
+		require.ErrorContains(t, err, want)
+	}
+	_, err = l.Release(ctx, "k", capLimit, 42, 1)
+	require.ErrorIs(t, err, sluice.ErrUnsupported)
+
+	d, err := l.AllowN(ctx, "k", capLimit, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed, "AllowN is served")
+}
+
+func TestLeaseAndReleaseAreForwardedAndRecorded(t *testing.T) {
+	next := &leaser{
+		grant: sluice.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
+		freed: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 7},
+	}
+	l, spans, reader := setup(t, next, sluiceotel.WithKeyAttribute())
+	require.Equal(t, sluice.CanLease, l.Capabilities())
+
+	g, err := l.Lease(t.Context(), leaseReq)
+	require.NoError(t, err)
+	require.Equal(t, next.grant, g)
+	d, err := l.Release(t.Context(), "user:42", capLimit, 42, 3)
+	require.NoError(t, err)
+	require.Equal(t, next.freed, d)
+	require.Equal(t, []sluice.LeaseRequest{leaseReq}, next.leases)
+	require.Equal(t, []release{{"user:42", capLimit, 42, 3}}, next.releases)
+
+	got := spans.GetSpans()
+	require.Len(t, got, 2)
+	require.Equal(t, "sluice.lease", got[0].Name)
+	a := attrs(got[0].Attributes)
+	require.Equal(t, "allowed", a["sluice.outcome"])
+	require.Equal(t, int64(2), a["sluice.cost"], "the request's Cost")
+	require.Equal(t, int64(3), a["sluice.remaining"])
+	require.Equal(t, int64(5), a["sluice.lease.extra"])
+	require.Equal(t, "store", a["sluice.source"])
+	require.Equal(t, "per-client", a["sluice.policy"])
+	require.Equal(t, "user:42", a["sluice.key"])
+	require.Equal(t, "sluice.release", got[1].Name)
+	a = attrs(got[1].Attributes)
+	require.Equal(t, int64(3), a["sluice.lease.unspent"])
+	require.Equal(t, "tokenbucket", a["sluice.algorithm"])
+	require.Equal(t, codes.Unset, got[1].Status.Code)
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(t.Context(), &rm))
+	decisions := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == "sluice.decisions" {
+				for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+					outcome, _ := p.Attributes.Value("sluice.outcome")
+					decisions[outcome.AsString()] += p.Value
+				}
+			}
+		}
+	}
+	require.Equal(t, map[string]int64{"allowed": 1}, decisions, "the lease's decision counts; the release does not")
+
+	// A failed release is a span error.
+	next.releaseErr = errors.New("connection refused")
+	_, err = l.Release(t.Context(), "user:42", capLimit, 42, 3)
+	require.ErrorContains(t, err, "connection refused")
+	last := spans.GetSpans()[2]
+	require.Equal(t, "sluice.release", last.Name)
+	require.Equal(t, codes.Error, last.Status.Code)
+}
