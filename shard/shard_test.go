@@ -2,7 +2,9 @@ package shard_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/fixedwindow"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/shard"
 	"github.com/sluicehq/sluice/sluicetest"
@@ -20,6 +23,57 @@ import (
 )
 
 func TestMain(m *testing.M) { sluicetest.Main(m) }
+
+// countingStore counts the script calls that reach the store.
+type countingStore struct {
+	sluice.Store
+	runs atomic.Int64
+}
+
+func (s *countingStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
+	s.runs.Add(1)
+	return s.Store.Run(ctx, script, keys, args)
+}
+
+// bucket is a token bucket on the in-process store, on a fake clock that
+// only moves when told.
+type bucket struct {
+	tb    *tokenbucket.Limiter
+	store *memstore.Store
+	runs  *countingStore
+	clock *sluicetest.FakeClock
+}
+
+func newBucket(t *testing.T) bucket {
+	t.Helper()
+	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
+	store := memstore.NewWithClock(clock)
+	runs := &countingStore{Store: store}
+	tb, err := tokenbucket.New(runs, tokenbucket.WithClock(clock))
+	require.NoError(t, err)
+	return bucket{tb: tb, store: store, runs: runs, clock: clock}
+}
+
+// has reports whether the store holds a token bucket at key.
+func (b bucket) has(key string) bool {
+	_, found := b.store.Value(key + tokenbucket.KeySuffix)
+	return found
+}
+
+// remaining peeks share i of s of key directly, bypassing the shard.
+func (b bucket) remaining(t *testing.T, key string, limit sluice.Limit, s, i int) int64 {
+	t.Helper()
+	d, err := b.tb.AllowN(t.Context(), shard.SubKey(key, i, s), shard.Share(limit, s, i), 0)
+	require.NoError(t, err)
+	return d.Remaining
+}
+
+func newShard(t *testing.T, next sluice.Limiter, opts ...shard.Option) *shard.Limiter {
+	t.Helper()
+	l, err := shard.New(next, opts...)
+	require.NoError(t, err)
+	return l
+}
 
 func TestSharesAddUpExactly(t *testing.T) {
 	for _, limit := range []sluice.Limit{
@@ -44,31 +98,157 @@ func TestSharesAddUpExactly(t *testing.T) {
 	}
 }
 
+// trickyKeys are keys whose sub-keys could collide under a careless
+// escaping: with and without hash tags, empty tags, braces, '#' and '%'
+// where the sub-key's own syntax uses them.
+var trickyKeys = []string{
+	"x", "{x}", "#x", "{#x}", "x#0.1", "{x#0.1}", "{x}#0.1", "x%23", "{x%23}", "x#", "{x#}",
+	"", "{", "}", "{}", "{}{x}", "x{}", "}{#%", "{{x}", "{{x}}", "{x}}", "a{b", "a{b}c", "a{}b",
+	"%", "#", "{%}", "{#}", "{%23}", "{%7B}", "tenant:42", "{tenant:42}",
+	sluice.Key("tenant:hot", "api"), sluice.Key("tenant:hot", "web"), sluice.Key("tenant:hot"),
+	sluice.Key("tenant:hot#0.1", "api"), sluice.Key("a{b}"), sluice.Key(""), sluice.Key("%"),
+	sluice.Key("x"), sluice.Key("x", "y"), "rl:{x}:y", "rl:{}:y", "rl:{x:y}", "rl:{x}:{y}",
+}
+
 func TestSubKeysSpreadOverTheSlotRange(t *testing.T) {
-	for _, key := range []string{"tenant:42", "", "{", "}{#%", sluice.Key("a{b}")} {
+	for _, key := range trickyKeys {
 		for _, s := range []int{1, 2, 3, 6, 64} {
-			keys := shard.SubKeys(key, s)
-			seen := map[string]bool{}
-			for i, k := range keys {
-				require.False(t, seen[k], "distinct sub-keys")
-				seen[k] = true
+			for i, k := range shard.SubKeys(key, s) {
 				width := 16384 / s
 				slot := sluice.HashSlot(k)
 				require.GreaterOrEqual(t, slot, i*width+width/2-width/8, "%q share %d of %d", key, i, s)
-				require.LessOrEqual(t, slot, i*width+width/2+width/8)
+				require.LessOrEqual(t, slot, i*width+width/2+width/8, "%q share %d of %d", key, i, s)
 			}
 		}
 	}
-	require.NotEqual(t, shard.SubKey("a#1", 0, 2), shard.SubKey("a", 0, 2), "keys containing # do not collide")
+}
+
+// TestSubKeysNeverCollide: across the tricky keys, every share count and
+// every share, two sub-keys are equal only for the same key and share
+// (share i of S and of S' may be the same key), and no sub-key is a key
+// whose hash tag holds no '#'.
+func TestSubKeysNeverCollide(t *testing.T) {
+	type owner struct {
+		key   string
+		share int
+	}
+	seen := map[string]owner{}
+	plain := map[string]bool{}
+	for _, key := range trickyKeys {
+		if !strings.Contains(key, "#") {
+			plain[key] = true
+		}
+	}
+	for _, key := range trickyKeys {
+		for _, s := range []int{1, 2, 3, 4, 8, 64} {
+			for i, k := range shard.SubKeys(key, s) {
+				if o, ok := seen[k]; ok {
+					require.Equal(t, owner{key, i}, o, "%q is the sub-key of both %q share %d and %q share %d", k, o.key, o.share, key, i)
+				}
+				seen[k] = owner{key, i}
+				require.False(t, plain[k], "sub-key %q of %q is a user's key", k, key)
+				require.NotEqual(t, key, k)
+			}
+		}
+	}
+}
+
+// TestSubKeyKeepsTheKeysShape: the examples of the package documentation,
+// and escaping.
+func TestSubKeyKeepsTheKeysShape(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		i, s int
+		want string
+	}{
+		{sluice.Key("tenant:hot", "api"), 6, 8, "rl:{tenant:hot#6.41}:api"},
+		{"tenant:42", 6, 8, "{#tenant:42#6.53}"},
+		{sluice.Key("a#b", "x"), 0, 2, "rl:{a%23b#0.1}:x"},
+		{"a{b", 0, 2, "{#a%7Bb#0.2}"},
+		{sluice.Key("50%", "x"), 1, 2, "rl:{50%2525#1.22}:x"},
+	} {
+		require.Equal(t, c.want, shard.SubKey(c.key, c.i, c.s), "share %d of %d of %q", c.i, c.s, c.key)
+	}
+	// The shape in general: only the tag changes.
+	for i, k := range shard.SubKeys(sluice.Key("tenant:hot", "api", "v1"), 6) {
+		require.Regexp(t, `^rl:\{tenant:hot#`+strconv.Itoa(i)+`\.[0-9]+\}:api:v1$`, k)
+	}
+}
+
+func TestWithHotKeysTakesTheCallersKey(t *testing.T) {
+	b := newBucket(t)
+	l := newShard(t, b.tb, shard.WithHotKeys("tenant:42", "a{b}", "50%", "rl:{tenant:7}:api"))
+	for key, want := range map[string]bool{
+		sluice.Key("tenant:42", "api"):      true,
+		sluice.Key("tenant:42", "web", "x"): true,
+		sluice.Key("tenant:42"):             true,
+		"tenant:42":                         true, // exactly
+		"x{tenant:42}y":                     true, // the tag
+		sluice.Key("tenant:43", "api"):      false,
+		sluice.Key("tenant:4", "2"):         false,
+		sluice.Key("tenant:42:api"):         false,
+		"tenant:42:api":                     false,
+		"{tenant:4}2":                       false,
+		sluice.Key("a{b}", "x"):             true, // tag a%7Bb%7D
+		"rl:{a{b}:x":                        false,
+		sluice.Key("50%", "x"):              true, // tag 50%25
+		"rl:{50%}:x":                        false,
+		"rl:{tenant:7}:api":                 true, // a stored key, exactly
+		sluice.Key("tenant:7", "web"):       false,
+	} {
+		require.Equal(t, want, l.Sharded(key), "%q", key)
+	}
+
+	limit := sluice.PerSecond(40)
+	hot, cold := sluice.Key("tenant:42", "api"), sluice.Key("tenant:43", "api")
+	for _, key := range []string{hot, cold} {
+		_, err := l.AllowN(t.Context(), key, limit, 1)
+		require.NoError(t, err)
+	}
+	require.False(t, b.has(hot), "a sharded key is not stored whole")
+	found := 0
+	for _, k := range shard.SubKeys(hot, shard.DefaultShards) {
+		if b.has(k) {
+			found++
+		}
+	}
+	require.Equal(t, 1, found, "one share took the request")
+	require.True(t, b.has(cold), "another tenant's key is decided whole")
+
+	// With a predicate too, either chooses.
+	l = newShard(t, b.tb, shard.WithHotKeys("tenant:42"), shard.WithPredicate(func(k string) bool { return k == "p" }))
+	require.True(t, l.Sharded("p"))
+	require.True(t, l.Sharded(hot))
+	require.False(t, l.Sharded(cold))
+	// By default, every key.
+	require.True(t, newShard(t, b.tb).Sharded(cold))
+}
+
+func TestOptionsAndNewRefuseBadInput(t *testing.T) {
+	_, err := shard.New(nil)
+	require.ErrorContains(t, err, "shard")
+	b := newBucket(t)
+	for _, c := range []struct {
+		opts []shard.Option
+		want string
+	}{
+		{[]shard.Option{shard.WithShards(2), nil}, "shard: option 1 is nil"},
+		{[]shard.Option{shard.WithShards(0)}, "shard: WithShards(0): must be between 1 and 64"},
+		{[]shard.Option{shard.WithShards(shard.MaxShards + 1)}, "shard: WithShards(65): must be between 1 and 64"},
+		{[]shard.Option{shard.WithPredicate(nil)}, "shard: WithPredicate(nil)"},
+		{[]shard.Option{shard.WithHotKeys()}, "shard: WithHotKeys(): give at least one key"},
+		{[]shard.Option{shard.WithHotKeys("a", "")}, `shard: WithHotKeys("a", ""): key 1`},
+	} {
+		_, err := shard.New(b.tb, c.opts...)
+		require.ErrorContains(t, err, c.want)
+	}
+	_, err = shard.New(b.tb, shard.WithHotKeys(""))
+	require.ErrorIs(t, err, sluice.ErrInvalidKey)
 }
 
 func TestShardedLimitHoldsAndColdKeysPassThrough(t *testing.T) {
-	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	store := memstore.New()
-	tb, err := tokenbucket.New(store, tokenbucket.WithClock(clock))
-	require.NoError(t, err)
-	l, err := shard.New(tb, shard.WithShards(4), shard.WithHotKeys("hot"))
-	require.NoError(t, err)
+	b := newBucket(t)
+	l := newShard(t, b.tb, shard.WithShards(4), shard.WithHotKeys("hot"))
 	limit := sluice.Limit{Rate: 100, Period: time.Second, Burst: 40}
 	allowed := 0
 	for range 1000 {
@@ -84,35 +264,482 @@ func TestShardedLimitHoldsAndColdKeysPassThrough(t *testing.T) {
 	d, err := l.AllowN(t.Context(), "cold", limit, 1)
 	require.NoError(t, err)
 	require.Equal(t, limit, d.Limit, "a cold key is decided whole")
-	_, found := store.Value("cold" + tokenbucket.KeySuffix)
-	require.True(t, found, "under its own key")
-
-	_, err = l.AllowN(t.Context(), "hot", limit, 11)
-	require.ErrorIs(t, err, sluice.ErrCostExceedsBurst, "a cost above one share's burst")
+	require.False(t, d.Estimated)
+	require.True(t, b.has("cold"), "under its own key")
 }
 
-func TestBadInput(t *testing.T) {
-	_, err := shard.New(nil)
-	require.Error(t, err)
-	tb, err := tokenbucket.New(memstore.New())
-	require.NoError(t, err)
-	for _, o := range []shard.Option{nil, shard.WithShards(0), shard.WithShards(shard.MaxShards + 1), shard.WithPredicate(nil)} {
-		_, err := shard.New(tb, o)
-		require.Error(t, err)
+func TestAllowNChecksBeforeCallingTheStore(t *testing.T) {
+	b := newBucket(t)
+	l := newShard(t, b.tb)
+	limit := sluice.Limit{Rate: 100, Period: time.Second, Burst: 40}
+	for _, c := range []struct {
+		key   string
+		limit sluice.Limit
+		n     int64
+		want  error
+	}{
+		{"", limit, 1, sluice.ErrInvalidKey},
+		{"k", sluice.Limit{}, 1, sluice.ErrInvalidLimit},
+		{"k", limit, -1, sluice.ErrInvalidCost},
+		{"k", limit, 11, sluice.ErrCostExceedsBurst}, // one share holds 10
+		// Valid for Limit.Validate, but the token bucket refuses its
+		// shares: 150,000/s is one token per 6.7 µs, 5% off whole
+		// microseconds.
+		{"k", sluice.PerSecond(600_000), 1, sluice.ErrInvalidLimit},
+	} {
+		_, err := l.AllowN(t.Context(), c.key, c.limit, c.n)
+		require.ErrorIs(t, err, c.want, "%q %s cost %d", c.key, c.limit, c.n)
+		require.ErrorContains(t, err, "shard")
 	}
-	l, err := shard.New(tb)
-	require.NoError(t, err)
-	_, err = l.AllowN(t.Context(), "", sluice.PerSecond(10), 1)
-	require.ErrorIs(t, err, sluice.ErrInvalidKey)
-	_, err = l.AllowN(t.Context(), "k", sluice.Limit{}, 1)
+	require.Zero(t, b.runs.runs.Load(), "nothing reached the store")
+
+	d, err := l.AllowN(t.Context(), "k", limit, 10)
+	require.NoError(t, err, "a cost of one share's burst is valid")
+	require.True(t, d.Allowed)
+
+	// 30,000/s is refused whole (33.3 µs per token) but its three shares
+	// of 10,000/s are exact: sharding makes it enforceable.
+	high := sluice.PerSecond(30_000)
+	_, err = b.tb.AllowN(t.Context(), "k2", high, 1)
 	require.ErrorIs(t, err, sluice.ErrInvalidLimit)
+	d, err = newShard(t, b.tb, shard.WithShards(3)).AllowN(t.Context(), "k2", high, 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+}
+
+// TestDecisionIsAboutTheWholeLimit: under shard, Limit is the caller's,
+// Remaining an estimate of what the whole limit has left (marked
+// Estimated), close to the truth after k admissions on a fresh key.
+func TestDecisionIsAboutTheWholeLimit(t *testing.T) {
+	b := newBucket(t)
+	l := newShard(t, b.tb, shard.WithShards(4))
+	limit := sluice.Limit{Rate: 400, Period: time.Second, Burst: 400}
+	key := "fresh"
+	const k = 100
+	var last sluice.Decision
+	for range k {
+		d, err := l.AllowN(t.Context(), key, limit, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		last = d
+	}
+	require.Equal(t, limit, last.Limit, "the caller's limit, not the share's")
+	require.True(t, last.Estimated)
+	// The truth is 300; one share's count is Binomial(100, 1/4), so the
+	// share's figure times 4 is 300 ± 17 (one standard deviation).
+	require.InDelta(t, 300, last.Remaining, 80)
+	// Refilling 100 tokens at 400/s takes 250 ms; one share's deficit at
+	// its 100/s, 250 ms ± 43 ms.
+	require.InDelta(t, 250*time.Millisecond, last.ResetAfter, float64(150*time.Millisecond))
+
+	// Peeks land on random shares: on average, their estimate is the
+	// truth, as the shares' Remainings add up to it.
+	var sum int64
+	const peeks = 400
+	for range peeks {
+		d, err := l.AllowN(t.Context(), key, limit, 0)
+		require.NoError(t, err)
+		require.LessOrEqual(t, d.Remaining, limit.Burst)
+		sum += d.Remaining
+	}
+	require.InDelta(t, 300, float64(sum)/peeks, 15)
+
+	// Unequal shares (3, 3, 2, 2) are scaled by their own size: a fresh
+	// key reads as full whichever share answers.
+	small := sluice.Limit{Rate: 10, Period: time.Second, Burst: 10}
+	for range 20 {
+		d, err := l.AllowN(t.Context(), "small", small, 0)
+		require.NoError(t, err)
+		require.Equal(t, int64(10), d.Remaining)
+	}
+
+	// A denial: nothing left anywhere, an honest RetryAfter.
+	tiny := sluice.Limit{Rate: 4, Period: time.Second, Burst: 4}
+	for range 4 {
+		_, err := l.AllowN(t.Context(), "tiny", tiny, 1)
+		require.NoError(t, err)
+	}
+	var denied sluice.Decision
+	for range 10 { // the four tokens may not all have been taken yet
+		d, err := l.AllowN(t.Context(), "tiny", tiny, 1)
+		require.NoError(t, err)
+		if !d.Allowed {
+			denied = d
+			break
+		}
+	}
+	require.False(t, denied.Allowed)
+	require.Equal(t, tiny, denied.Limit)
+	require.Zero(t, denied.Remaining)
+	require.Positive(t, denied.RetryAfter)
+	require.LessOrEqual(t, denied.RetryAfter, time.Second, "a share refills one token per second")
+
+	// One share is the whole: exact.
+	one := newShard(t, b.tb, shard.WithShards(1))
+	for i := range 5 {
+		d, err := one.AllowN(t.Context(), "one", limit, 1)
+		require.NoError(t, err)
+		require.False(t, d.Estimated)
+		require.Equal(t, limit.Burst-int64(i)-1, d.Remaining)
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	b := newBucket(t)
+	l := newShard(t, b.tb, shard.WithShards(4))
+	for _, c := range []struct {
+		limit sluice.Limit
+		want  int64
+	}{
+		{sluice.Limit{Rate: 100, Period: time.Second, Burst: 40}, 10},
+		{sluice.Limit{Rate: 100, Period: time.Second, Burst: 10}, 2}, // shares 3, 3, 2, 2
+		{sluice.Limit{Rate: 100, Period: time.Second, Burst: 3}, 1},  // three shares of one
+	} {
+		got, err := l.Capacity(c.limit)
+		require.NoError(t, err)
+		require.Equal(t, c.want, got, "%s", c.limit)
+		// The capacity is what AllowN takes: CheckRequest agrees.
+		require.NoError(t, sluice.CheckRequest(l, "k", c.limit, got))
+		require.ErrorIs(t, sluice.CheckRequest(l, "k", c.limit, got+1), sluice.ErrCostExceedsBurst)
+		_, err = l.AllowN(t.Context(), "k", c.limit, got+1)
+		require.ErrorIs(t, err, sluice.ErrCostExceedsBurst)
+	}
+	_, err := l.Capacity(sluice.PerSecond(600_000))
+	require.ErrorIs(t, err, sluice.ErrInvalidLimit, "a share the token bucket refuses")
+
+	// The window algorithms' capacity is the rate: a share's rate.
+	fw, err := fixedwindow.New(memstore.New())
+	require.NoError(t, err)
+	got, err := newShard(t, fw, shard.WithShards(4)).Capacity(sluice.Limit{Rate: 40, Period: time.Second, Burst: 1000})
+	require.NoError(t, err)
+	require.Equal(t, int64(10), got)
+
+	// With hot keys, Capacity covers every key; KeyCapacity one.
+	hot := newShard(t, b.tb, shard.WithShards(4), shard.WithHotKeys("hot"))
+	limit := sluice.Limit{Rate: 100, Period: time.Second, Burst: 40}
+	got, err = hot.Capacity(limit)
+	require.NoError(t, err)
+	require.Equal(t, int64(10), got)
+	got, err = hot.KeyCapacity("hot", limit)
+	require.NoError(t, err)
+	require.Equal(t, int64(10), got)
+	got, err = hot.KeyCapacity("cold", limit)
+	require.NoError(t, err)
+	require.Equal(t, int64(40), got)
+	_, err = hot.KeyCapacity("cold", sluice.PerSecond(30_000))
+	require.ErrorIs(t, err, sluice.ErrInvalidLimit, "the token bucket refuses it whole")
+	got, err = hot.KeyCapacity("hot", sluice.PerSecond(30_000))
+	require.NoError(t, err, "but not in four shares of 7,500/s")
+	require.Equal(t, int64(7500), got)
+}
+
+// TestRefundGoesToTheShareThatIsShort: a refund fills the share furthest
+// below its capacity, and splits when it is more than that share lacks.
+func TestRefundGoesToTheShareThatIsShort(t *testing.T) {
+	b := newBucket(t)
+	l := newShard(t, b.tb, shard.WithShards(4))
+	limit := sluice.Limit{Rate: 40, Period: time.Second, Burst: 40} // shares of 10
+	key := "refund"
+	spend := func(i int, n int64) {
+		d, err := b.tb.AllowN(t.Context(), shard.SubKey(key, i, 4), shard.Share(limit, 4, i), n)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	spend(0, 2)
+	spend(2, 7)
+
+	d, err := l.Refund(t.Context(), key, limit, 5)
+	require.NoError(t, err)
+	require.Equal(t, []int64{8, 10, 8, 10}, remainings(t, b, key, limit), "all five to share 2, the shortest")
+	require.True(t, d.Allowed)
+	require.Equal(t, limit, d.Limit)
+	require.True(t, d.Estimated)
+	require.Equal(t, int64(36), d.Remaining, "what the shares have left together")
+
+	spend(1, 6)
+	_, err = l.Refund(t.Context(), key, limit, 7)
+	require.NoError(t, err)
+	require.Equal(t, []int64{9, 10, 8, 10}, remainings(t, b, key, limit), "six to share 1, the one left to share 0 (short of 2, as share 2)")
+
+	d, err = l.Refund(t.Context(), key, limit, 40)
+	require.NoError(t, err, "a refund of the whole capacity is valid")
+	require.Equal(t, []int64{10, 10, 10, 10}, remainings(t, b, key, limit))
+	require.Equal(t, int64(40), d.Remaining)
+
+	_, err = l.Refund(t.Context(), key, limit, 41)
+	require.ErrorIs(t, err, sluice.ErrCostExceedsBurst)
+	_, err = l.Refund(t.Context(), key, limit, 0)
+	require.ErrorIs(t, err, sluice.ErrInvalidCost)
+
+	// A key that is not sharded is refunded whole.
+	cold := newShard(t, b.tb, shard.WithHotKeys("other"))
+	_, err = cold.AllowN(t.Context(), "cold", limit, 30)
+	require.NoError(t, err)
+	d, err = cold.Refund(t.Context(), "cold", limit, 20)
+	require.NoError(t, err)
+	require.Equal(t, int64(30), d.Remaining)
+	require.False(t, d.Estimated)
+}
+
+// remainings peeks every share of key, split 4 ways.
+func remainings(t *testing.T, b bucket, key string, limit sluice.Limit) []int64 {
+	t.Helper()
+	out := make([]int64, 4)
+	for i := range out {
+		out[i] = b.remaining(t, key, limit, 4, i)
+	}
+	return out
+}
+
+func TestResetForgetsEveryShare(t *testing.T) {
+	b := newBucket(t)
+	l := newShard(t, b.tb, shard.WithShards(4))
+	key := "reset"
+	// State under four shares, three (a limit of burst 3), and the whole
+	// key, as before it was sharded.
+	for _, limit := range []sluice.Limit{sluice.PerSecond(40), sluice.PerSecond(3)} {
+		for range 20 {
+			_, err := l.AllowN(t.Context(), key, limit, 1)
+			require.NoError(t, err)
+		}
+	}
+	_, err := b.tb.AllowN(t.Context(), key, sluice.PerSecond(40), 1)
+	require.NoError(t, err)
+	_, err = b.tb.AllowN(t.Context(), "other", sluice.PerSecond(40), 1)
+	require.NoError(t, err)
+	require.Greater(t, b.store.Len(), 5)
+
+	require.NoError(t, l.Reset(t.Context(), key))
+	require.Equal(t, 1, b.store.Len(), "only the other key is left")
+	require.True(t, b.has("other"))
+	require.Equal(t, []int64{10, 10, 10, 10}, remainings(t, b, key, sluice.PerSecond(40)))
+
+	require.ErrorIs(t, l.Reset(t.Context(), ""), sluice.ErrInvalidKey)
+	// A key that is not sharded is reset whole.
+	require.NoError(t, newShard(t, b.tb, shard.WithHotKeys("x")).Reset(t.Context(), "other"))
+	require.Zero(t, b.store.Len())
+}
+
+func TestAllowBatchRoutesEachRequestAsAllowN(t *testing.T) {
+	b := newBucket(t)
+	l := newShard(t, b.tb, shard.WithShards(4), shard.WithHotKeys("hot"))
+	limit := sluice.Limit{Rate: 40, Period: time.Second, Burst: 40}
+	reqs := []sluice.Request{{Key: "cold", Limit: limit, N: 3}}
+	for range 60 {
+		reqs = append(reqs, sluice.Request{Key: "hot", Limit: limit, N: 1})
+	}
+	reqs = append(reqs, sluice.Request{Key: "cold", Limit: limit, N: 5})
+	results, err := l.AllowBatch(t.Context(), reqs)
+	require.NoError(t, err)
+	require.Len(t, results, len(reqs))
+	allowed := 0
+	for i, r := range results {
+		require.NoError(t, r.Err)
+		require.Equal(t, limit, r.Decision.Limit, "request %d", i)
+		require.Equal(t, reqs[i].Key == "hot", r.Decision.Estimated, "request %d", i)
+		if reqs[i].Key == "hot" && r.Decision.Allowed {
+			allowed++
+		}
+	}
+	require.Equal(t, int64(37), results[0].Decision.Remaining, "the cold key, in order")
+	require.Equal(t, int64(32), results[len(results)-1].Decision.Remaining)
+	require.LessOrEqual(t, allowed, 40, "together, the shares allow at most the burst")
+	require.GreaterOrEqual(t, allowed, 34, "denied requests try a second share")
+	require.False(t, b.has("hot"))
+	require.True(t, b.has(shard.SubKey("hot", 0, 4)))
+
+	// An invalid request is refused by its index in the caller's batch,
+	// before anything is decided.
+	before := b.runs.runs.Load()
+	for _, c := range []struct {
+		bad  sluice.Request
+		want error
+	}{
+		{sluice.Request{Key: "hot", Limit: limit, N: 11}, sluice.ErrCostExceedsBurst},
+		{sluice.Request{Key: "cold", Limit: limit, N: 41}, sluice.ErrCostExceedsBurst},
+		{sluice.Request{Key: "", Limit: limit, N: 1}, sluice.ErrInvalidKey},
+		{sluice.Request{Key: "hot", Limit: sluice.PerSecond(600_000), N: 1}, sluice.ErrInvalidLimit},
+	} {
+		_, err := l.AllowBatch(t.Context(), []sluice.Request{reqs[0], reqs[1], c.bad, reqs[1]})
+		var reqErr *sluice.RequestError
+		require.ErrorAs(t, err, &reqErr)
+		require.Equal(t, 2, reqErr.Index)
+		require.ErrorIs(t, err, c.want)
+	}
+	require.Equal(t, before, b.runs.runs.Load(), "nothing was sent")
+	_, err = l.AllowBatch(t.Context(), nil)
+	require.Error(t, err)
+}
+
+// crossSlotStore refuses, as a Redis Cluster does, a call whose keys hash
+// to different slots.
+type crossSlotStore struct{ sluice.Store }
+
+func (s crossSlotStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
+	for _, k := range keys {
+		if sluice.HashSlot(k) != sluice.HashSlot(keys[0]) {
+			return nil, fmt.Errorf("crossslot: %w", sluice.ErrCrossSlot)
+		}
+	}
+	return s.Store.Run(ctx, script, keys, args)
+}
+
+// TestAllowBatchOnACluster: the sub-keys of one key are in different
+// slots; a batch is split by hash tag once the store says so.
+func TestAllowBatchOnACluster(t *testing.T) {
+	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
+	tb, err := tokenbucket.New(crossSlotStore{memstore.NewWithClock(clock)}, tokenbucket.WithClock(clock))
+	require.NoError(t, err)
+	l := newShard(t, tb, shard.WithShards(4))
+	limit := sluice.Limit{Rate: 40, Period: time.Second, Burst: 40}
+	for range 3 { // the first finds out, the others group from the start
+		var reqs []sluice.Request
+		for i := range 30 {
+			reqs = append(reqs, sluice.Request{Key: sluice.Key("t", strconv.Itoa(i%3)), Limit: limit, N: 1})
+		}
+		results, err := l.AllowBatch(t.Context(), reqs)
+		require.NoError(t, err)
+		for _, r := range results {
+			require.NoError(t, r.Err)
+			require.True(t, r.Decision.Allowed)
+			require.Equal(t, limit, r.Decision.Limit)
+		}
+	}
+}
+
+// allowOnly is a limiter with no optional capability.
+type allowOnly struct{ next sluice.Limiter }
+
+func (a allowOnly) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	return a.next.AllowN(ctx, key, limit, n)
+}
+
+// resetOnly has every method of the token bucket but reports only Reset,
+// as a decorator would.
+type resetOnly struct{ *tokenbucket.Limiter }
+
+func (resetOnly) Capabilities() sluice.Capability { return sluice.CanReset }
+
+func TestCapabilitiesAreThoseOfNext(t *testing.T) {
+	b := newBucket(t)
+	require.Equal(t, sluice.CapabilitiesOf(b.tb), newShard(t, b.tb).Capabilities())
+	limit := sluice.PerSecond(40)
+	for _, next := range []sluice.Limiter{allowOnly{b.tb}, resetOnly{b.tb}} {
+		for _, opts := range [][]shard.Option{nil, {shard.WithHotKeys("other")}} { // sharded and not
+			l := newShard(t, next, opts...)
+			require.Equal(t, sluice.CapabilitiesOf(next), l.Capabilities())
+			unsupported := func(err error) {
+				t.Helper()
+				require.ErrorIs(t, err, sluice.ErrUnsupported)
+				require.ErrorContains(t, err, "shard")
+			}
+			_, err := l.Refund(t.Context(), "k", limit, 1)
+			unsupported(err)
+			_, err = l.AllowBatch(t.Context(), []sluice.Request{{Key: "k", Limit: limit, N: 1}})
+			unsupported(err)
+			_, err = l.Capacity(limit)
+			unsupported(err)
+			_, err = l.KeyCapacity("k", limit)
+			unsupported(err)
+			_, err = l.Lease(t.Context(), sluice.LeaseRequest{Key: "k", Limit: limit, Holder: 1, Cost: 1, Hold: time.Second})
+			unsupported(err)
+			_, err = l.Release(t.Context(), "k", limit, 1, 1)
+			unsupported(err)
+			if _, ok := next.(resetOnly); ok {
+				require.NoError(t, l.Reset(t.Context(), "k"))
+			} else {
+				unsupported(l.Reset(t.Context(), "k"))
+			}
+			// AllowN works whatever next serves.
+			d, err := l.AllowN(t.Context(), "k", limit, 1)
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+		}
+	}
+	require.Zero(t, b.store.Len()-2, "only the AllowN calls reached the store: the key and one share")
+}
+
+// fakeLeaser records the leases and releases it is asked for, and answers
+// as a limit with nothing reserved would.
+type fakeLeaser struct {
+	*tokenbucket.Limiter
+	mu       sync.Mutex
+	leases   []sluice.LeaseRequest
+	releases []string // key and limit of each release
+}
+
+func (f *fakeLeaser) Lease(_ context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leases = append(f.leases, req)
+	return sluice.Grant{
+		Decision: sluice.Decision{Allowed: true, Limit: req.Limit, Remaining: req.Limit.Burst - req.Cost - req.Extra},
+		Extra:    req.Extra,
+		Expires:  req.Hold,
+	}, nil
+}
+
+func (f *fakeLeaser) Release(_ context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.releases = append(f.releases, fmt.Sprintf("%s %s", key, limit))
+	return sluice.Decision{Allowed: true, Limit: limit, Remaining: limit.Burst}, nil
+}
+
+func TestLeaseRoutesAHolderToOneShare(t *testing.T) {
+	b := newBucket(t)
+	f := &fakeLeaser{Limiter: b.tb}
+	l := newShard(t, f, shard.WithShards(4), shard.WithHotKeys("hot"))
+	require.True(t, sluice.Supports(l, sluice.CanLease))
+	limit := sluice.Limit{Rate: 400, Period: time.Second, Burst: 400}
+	used := map[int]bool{}
+	for holder := int64(1); holder <= 100; holder++ {
+		i := shard.HolderShare(holder, 4)
+		used[i] = true
+		for range 2 { // the same share every time
+			g, err := l.Lease(t.Context(), sluice.LeaseRequest{Key: "hot", Limit: limit, Holder: holder, Cost: 1, Extra: 9, Hold: time.Second})
+			require.NoError(t, err)
+			got := f.leases[len(f.leases)-1]
+			require.Equal(t, shard.SubKey("hot", i, 4), got.Key)
+			require.Equal(t, shard.Share(limit, 4, i), got.Limit)
+			require.Equal(t, holder, got.Holder)
+			require.Equal(t, int64(9), g.Extra)
+			require.Equal(t, limit, g.Decision.Limit, "the grant is about the whole limit")
+			require.True(t, g.Decision.Estimated)
+			require.Equal(t, int64(4*90), g.Decision.Remaining, "the share's 90 left, times 4")
+		}
+		d, err := l.Release(t.Context(), "hot", limit, holder, 5)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("%s %s", shard.SubKey("hot", i, 4), shard.Share(limit, 4, i)), f.releases[len(f.releases)-1],
+			"the release goes where the lease went")
+		require.Equal(t, limit, d.Limit)
+		require.Equal(t, limit.Burst, d.Remaining)
+	}
+	require.Len(t, used, 4, "holders spread over the shares")
+
+	leases := len(f.leases)
+	_, err := l.Lease(t.Context(), sluice.LeaseRequest{Key: "hot", Limit: limit, Holder: 1, Cost: 101, Hold: time.Second})
+	require.ErrorIs(t, err, sluice.ErrCostExceedsBurst, "a cost must fit one share")
+	require.Len(t, f.leases, leases, "and is refused before asking")
+
+	// A key that is not sharded is leased whole.
+	g, err := l.Lease(t.Context(), sluice.LeaseRequest{Key: "cold", Limit: limit, Holder: 1, Cost: 1, Extra: 9, Hold: time.Second})
+	require.NoError(t, err)
+	require.Equal(t, "cold", f.leases[len(f.leases)-1].Key)
+	require.Equal(t, limit, f.leases[len(f.leases)-1].Limit)
+	require.Equal(t, int64(390), g.Decision.Remaining)
+	require.False(t, g.Decision.Estimated)
+	_, err = l.Release(t.Context(), "cold", limit, 1, 0)
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("cold %s", limit), f.releases[len(f.releases)-1])
 }
 
 // TestOnCluster: on a real 3-primary Redis Cluster, the S sub-keys of a
 // key land on min(S, 3) different primaries; under concurrent load the
-// shares together admit at most Burst + Rate × T; and under skewed load
-// the rate of requests denied while another share still had room is
-// measured (and logged for docs/scaling.md).
+// shares together admit at most Burst + Rate × T; batches, refunds and
+// resets reach every share across slots; and under skewed load the rate
+// of requests denied while another share still had room is measured (and
+// logged for docs/scaling.md).
 func TestOnCluster(t *testing.T) {
 	cluster := sluicetest.StartCluster(t, 3)
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cluster.Addrs(), DisableCache: true})
@@ -122,7 +749,7 @@ func TestOnCluster(t *testing.T) {
 
 	t.Run("sub-keys land on min(S, primaries) nodes", func(t *testing.T) {
 		for s := 1; s <= 6; s++ {
-			for _, key := range []string{"tenant:42", sluice.Key("tenant:{7}"), ""} {
+			for _, key := range []string{"tenant:42", sluice.Key("tenant:{7}", "api"), sluice.Key("tenant:hot"), ""} {
 				nodes := map[string]bool{}
 				for _, k := range shard.SubKeys(key, s) {
 					slot, err := client.Do(t.Context(), client.B().ClusterKeyslot().Key(k).Build()).AsInt64()
@@ -138,9 +765,55 @@ func TestOnCluster(t *testing.T) {
 	tb, err := tokenbucket.New(store)
 	require.NoError(t, err)
 
-	t.Run("the shares admit at most Burst + Rate × T", func(t *testing.T) {
-		l, err := shard.New(tb, shard.WithShards(3))
+	t.Run("batches, refunds and resets across slots", func(t *testing.T) {
+		l := newShard(t, tb, shard.WithShards(3), shard.WithHotKeys("tenant:hot"))
+		limit := sluice.Limit{Rate: 30, Period: time.Hour, Burst: 30} // shares of 10; no refill to speak of
+		hot, cold := sluice.Key("tenant:hot", "api"), sluice.Key("tenant:cold", "api")
+		t.Cleanup(func() {
+			_ = l.Reset(context.Background(), hot)
+			_ = l.Reset(context.Background(), cold)
+		})
+		var reqs []sluice.Request
+		for range 24 {
+			reqs = append(reqs, sluice.Request{Key: hot, Limit: limit, N: 1}, sluice.Request{Key: cold, Limit: limit, N: 1})
+		}
+		results, err := l.AllowBatch(t.Context(), reqs)
 		require.NoError(t, err)
+		allowedHot := 0
+		for i, r := range results {
+			require.NoError(t, r.Err)
+			require.Equal(t, limit, r.Decision.Limit)
+			if reqs[i].Key == hot && r.Decision.Allowed {
+				allowedHot++
+			}
+			if reqs[i].Key == cold {
+				require.Equal(t, int64(30-1-i/2), r.Decision.Remaining, "the cold key, in order")
+			}
+		}
+		require.LessOrEqual(t, allowedHot, 24)
+		require.GreaterOrEqual(t, allowedHot, 20)
+
+		peekAll := func() (sum int64) {
+			for i, k := range shard.SubKeys(hot, 3) {
+				d, err := tb.AllowN(t.Context(), k, shard.Share(limit, 3, i), 0)
+				require.NoError(t, err)
+				sum += d.Remaining
+			}
+			return sum
+		}
+		before := peekAll()
+		require.Equal(t, int64(30-allowedHot), before)
+		d, err := l.Refund(t.Context(), hot, limit, 6)
+		require.NoError(t, err)
+		require.Equal(t, before+6, peekAll(), "the refund reached the shares that were short")
+		require.Equal(t, before+6, d.Remaining)
+
+		require.NoError(t, l.Reset(t.Context(), hot))
+		require.Equal(t, int64(30), peekAll())
+	})
+
+	t.Run("the shares admit at most Burst + Rate × T", func(t *testing.T) {
+		l := newShard(t, tb, shard.WithShards(3))
 		limit := sluice.Limit{Rate: 300, Period: time.Second, Burst: 60}
 		key := sluicetest.UniqueKey(t)
 		var allowed atomic.Int64
@@ -174,8 +847,7 @@ func TestOnCluster(t *testing.T) {
 		// Skew: requests of mixed cost (1 to 8) from bursts of clients;
 		// after each final denial, look at every share.
 		for _, s := range []int{2, 3, 6} {
-			l, err := shard.New(tb, shard.WithShards(s))
-			require.NoError(t, err)
+			l := newShard(t, tb, shard.WithShards(s))
 			limit := sluice.Limit{Rate: 600, Period: time.Second, Burst: 120}
 			key := sluicetest.UniqueKey(t) + strconv.Itoa(s)
 			var denied, deniedWithRoom, total int
