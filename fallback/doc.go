@@ -27,8 +27,8 @@
 //     enough consecutive failures open the breaker.
 //
 // When the policy decides a Lease, it decides the request's Cost as it
-// would an AllowN of that cost, and leases nothing: the Grant's Extra and
-// Expires are 0. Refund, Reset and Release go to the wrapped limiter
+// would an AllowN of that cost, and leases nothing: the Grant carries no
+// Extra, no reservation and Expires 0. Refund, Reset and Release go to the wrapped limiter
 // within the time budget only, never through the breaker or the policy:
 // when they fail, they return the error.
 //

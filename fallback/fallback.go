@@ -368,8 +368,9 @@ func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
 // Lease passes a lease request to the wrapped limiter as AllowN passes a
 // request: after validating it, within the time budget, the in-flight
 // bound and the breaker. When the store cannot answer, the policy decides
-// req.Cost and nothing is leased: the Grant's Extra and Expires are 0, and
-// its Source names the policy.
+// req.Cost and nothing is leased: the Grant is the policy's Decision alone
+// (its Source names the policy), with no Extra, nothing reserved and
+// Expires 0, so the holder must stop spending what it held.
 func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
 	if !sluice.Supports(l.next, sluice.CanLease) {
 		return sluice.Grant{}, sluice.Unsupported("fallback", sluice.CanLease, l.next)
