@@ -21,7 +21,7 @@ func (allowOnly) AllowN(context.Context, string, sluice.Limit, int64) (sluice.De
 type reportsNone struct{ allowOnly }
 
 func (reportsNone) Reset(context.Context, string) error { return nil }
-func (reportsNone) Capabilities() sluice.Capability  { return 0 }
+func (reportsNone) Capabilities() sluice.Capability     { return 0 }
 
 func TestCapabilitiesOfSeesInterfacesAndReports(t *testing.T) {
 	if got := sluice.CapabilitiesOf(allowOnly{}); got != 0 {
