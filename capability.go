@@ -76,8 +76,9 @@ type LeaseRequest struct {
 	// Holder names the reservation: one per key and holder, a positive
 	// number the holder picks at random (the lease decorator does).
 	Holder int64
-	// Cost is decided as AllowN's n is: spent at once when allowed; 0
-	// peeks (and grants nothing).
+	// Cost is decided as AllowN's n is: spent at once when allowed. 0
+	// with Extra 0 peeks; 0 with Extra > 0 refills, allowed when the
+	// limit has a token left.
 	Cost int64
 	// Extra is how many tokens to hold beyond Cost, granted as many as
 	// the limit has left up to Extra, never more than Burst.
@@ -102,11 +103,14 @@ type Grant struct {
 	// Decision is Cost's. Its Remaining is what the shared limit has left
 	// for any caller after the grant, reservations excluded.
 	Decision
-	// Extra is the tokens granted beyond Cost: the holder now reserves
-	// Held plus Extra, until Expires.
+	// Extra is the tokens granted beyond Cost.
 	Extra int64
-	// Expires is how long from the store's clock the reservation lasts:
-	// the request's Hold when anything is reserved.
+	// Reserved is the holder's reservation now: Held (or less, if the
+	// store reserved less, such as after the reservation expired) plus
+	// Extra. The holder must never hold more tokens than that.
+	Reserved int64
+	// Expires is how long from the store's clock the reservation lasts
+	// (0 when nothing is reserved): the holder must stop spending before.
 	Expires time.Duration
 }
 

@@ -108,7 +108,7 @@ func BenchmarkLease(b *testing.B) {
 				store := &countingStore{Store: backend}
 				tb, err := tokenbucket.New(store)
 				require.NoError(b, err)
-				var shared lease.Refunder = tb
+				var shared sluice.Limiter = tb
 				if v.coalesce {
 					shared, err = coalesce.New(tb)
 					require.NoError(b, err)

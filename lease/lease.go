@@ -1,229 +1,215 @@
-// Package lease takes tokens from a shared limiter in batches and spends
-// them locally, so that most decisions cost no round trip to Redis.
+// Package lease takes tokens from a shared limit in batches and spends them
+// locally, so that most decisions cost no round trip to Redis, without
+// letting the processes together admit more than the limit.
+//
+// # The bound
+//
+// A lease is taken with [sluice.Leaser.Lease], which the token bucket and
+// GCRA serve: leased tokens stay reserved in the shared state until the
+// process reports them spent, releases them or the hold ends, and the
+// bucket never refills past Burst less what is reserved. So the tokens in
+// the bucket and in every process's lease together never exceed Burst, and
+// N leasing processes admit at most Burst + Rate × T over any interval T:
+// the unleased limiter's bound, whatever N, B, the hold, or how long a lease
+// sat idle before a spike (TestSpikeAfterIdleKeepsTheUnleasedBound,
+// TestProcessesOnRealRedis). Every process using the key must go through a
+// lease.Limiter: a plain AllowN on the same key does not see reservations.
+//
+// What leasing costs is the other side of that bound: tokens sitting in a
+// lease, and tokens spent from it but not yet reported, are unavailable to
+// other processes; the bucket refills into them only from the next report
+// (the next lease, or the release). A process reports whenever it asks for
+// more, and releases a lease it no longer uses when the lease's hold ends
+// ([WithHold]); a process that dies leaves its reservation to expire, after
+// which the bucket refills into it at the limit's rate.
 //
 // # How it works
 //
-// For each key (and limit) a process holds at most one lease: a number of
-// tokens taken from the wrapped limiter with one AllowN(key, limit, size)
-// and spent by the process's goroutines. When a lease runs low (below half
-// its size) the next one is taken in the background, ahead of need, so
-// that decisions do not queue behind a round trip. A call that finds the
-// lease empty while the next one is on its way waits for it once (within
-// its context), then, if that was not enough, takes a lease of its own or
-// is decided alone: only a key so busy that one lease per round trip does
-// not suffice has several on their way. A lease expires after its hold
-// time ([WithHold]); what it did not use is refunded to the shared limiter.
+// For each key (and limit) a process holds at most one lease, and at most
+// one request for it is in flight at a time: a process never holds more
+// than 2 × B tokens of a key (B is [WithBatch]). A request of cost n is
+// spent from the lease when it holds n; when fewer than B tokens are left
+// the next B are asked for in the background, so that decisions do not
+// wait for Redis. A call that finds the lease short while a request is in
+// flight waits for it; if that request was denied for a cost no larger
+// than its own, it is denied too (with the same RetryAfter, longer by the
+// difference in cost); otherwise it asks for its own cost and a lease, and
+// gets that decision. The size asked for shrinks near the limit, to a
+// quarter of what the shared limit had left at the last answer, so that one
+// process cannot take what others need. Requests of cost above B, and
+// peeks, are decided by the shared limit directly (under the
+// reservations), with the process's report.
 //
-// When the wrapped limiter takes batches ([sluice.BatchLimiter], as every
-// Sluice algorithm does), the background refills of all keys leave
-// together: one script call for up to [sluice.MaxBatch] refills, at most
-// two such batches on their way, and no timer (a refill goes at once when
-// a batch can). A key's first lease joins them too, so that keys needing
-// one at the same moment (a process starting under load) share calls. The
-// call that needs a lease takes it alone instead when it needs more than
-// the next lease's size, or when the last lease asked for was denied or
-// failed, so that its answer is its own decision. On a Redis Cluster the
-// first batch whose keys span slots is refused before it runs; refills are
-// then grouped by hash tag, and a batch's groups are sent at the same time
-// (up to 16). A go-redis Ring reports nothing of the kind: give
-// [ByHashTag] with one.
+// [Limiter.Close] waits for the requests in flight, then releases every
+// lease, giving back what it did not spend.
 //
-// [Limiter.Close] waits for the refills on their way, then refunds what
-// every lease holds; calls made meanwhile may return [ErrClosed]. A lease a
-// call is still taking when Close returns is refunded by that call, less
-// what it spends, when it arrives.
+// # What a Decision means
 //
-// The lease size adapts. It starts at the batch size B ([WithBatch]) and is
-// never more than a quarter of what the shared limiter reported left after
-// the last lease (at least 1), so as a bucket empties the leases shrink and
-// one process cannot take what others need. A lease that the shared limiter
-// denies is never partly granted. A call that finds no tokens after waiting
-// for a lease asks the shared limiter for a lease of its own, or, when
-// that is denied too, for its own request alone, and gets that decision
-// with its honest RetryAfter.
-//
-// # Bounds
-//
-// Leased tokens are taken from the shared limiter before they are spent, so
-// the processes together never admit more than the limiter would unleased
-// (Burst + Rate × T over any T for a token bucket). They may admit less,
-// by what sits unspent in leases: per key and process, up to about 1.5 × B
-// (the next lease is taken when half of one is left), more for a moment on
-// a key so busy that calls take leases of their own, and little near the
-// limit, where leases shrink to a quarter of what the bucket has left.
-// Refunds give them back when the leases expire. Tokens held by a process
-// that dies are lost until the bucket refills. docs/scaling.md has the
-// measured figures (N processes of B = 50 admitted within N × B of the
-// unleased bound).
-//
-// Requests of cost above B, and peeks, go to the shared limiter directly.
-// A decision from a lease reports the lease's own Remaining, Source
-// [sluice.SourceStore] and no RetryAfter.
+// A decision from the lease is local: Allowed is exact, and Remaining and
+// ResetAfter are estimates marked [sluice.Decision.Estimated]: the lease's
+// own tokens plus what the shared limit had left at the last answer
+// (capped at the limit's capacity), which may be off by what other
+// processes did since. A decision the shared limit made (a denial, a
+// request above B, a peek, the first request of a key) is the shared
+// limit's, its Remaining reservation-aware, with the lease's own tokens
+// added.
 package lease
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/batching"
+	"github.com/sluicehq/sluice/internal/forward"
 )
-
-// Refunder is the shared limiter lease needs: one that can give unused
-// tokens back, as every Sluice algorithm's concrete type can.
-type Refunder interface {
-	sluice.Limiter
-	Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error)
-}
 
 // Defaults, each overridable with an option.
 const (
-	// DefaultBatch is the largest lease, B.
+	// DefaultBatch is B, how many tokens a lease asks for at a time.
 	DefaultBatch = 100
-	// DefaultHold is how long a lease may be spent before its remainder
-	// is refunded.
+	// DefaultHold is how long a lease's tokens may be spent before they
+	// are released.
 	DefaultHold = time.Second
-	// refundTimeout bounds a refund made in the background.
-	refundTimeout = time.Second
+	// requestTimeout bounds a request made in the background.
+	requestTimeout = time.Second
 )
 
-// Limiter leases tokens from a shared limiter. It is safe for concurrent
-// use; Close it to refund what it holds and stop its janitor.
+// Limiter leases tokens from a shared limit. It is safe for concurrent use;
+// Close it to release what it holds and stop its janitor.
+//
+// It serves refunds (into the lease: see [Limiter.Refund]), resets and
+// batches whenever the limiter it wraps does, and its capacity is the
+// wrapped limiter's. It does not lease to a decorator above it.
 type Limiter struct {
-	next  Refunder
-	batch int64
-	hold  time.Duration
+	next   sluice.Limiter
+	leaser sluice.Leaser
+	batch  int64
+	hold   time.Duration
+	margin time.Duration // a lease stops being spent this long before the store's reservation ends
+	holder int64         // this Limiter's name in the shared ledgers
 
-	leases sync.Map // key string -> *lease; read-mostly, so lock-free reads
+	leases sync.Map // key string -> *lease
 	closed atomic.Bool
-	mu     sync.Mutex // serialises Close and sweeps
 
-	// nowNanos is a coarse clock (Unix nanoseconds) for lease expiry,
-	// moved every clockTick by the janitor: reading it costs far less than
-	// time.Now on the hot path, and a lease lives at most clockTick longer.
-	nowNanos atomic.Int64
-	// fetchCtx bounds background lease fetches: a context with a deadline
-	// about refundTimeout away, renewed by the janitor every clockTick, so
-	// that a fetch does not pay for a context and timer of its own.
-	fetchCtx atomic.Pointer[context.Context]
+	opsMu    sync.Mutex
+	stopping bool           // Close has begun: no request starts
+	ops      sync.WaitGroup // requests and releases in flight
 
-	// sender sends refills in batches; nil when next cannot take batches,
-	// and then each refill goes alone.
-	sender *batching.Sender
-	byTag  bool // ByHashTag: only keys of one hash tag share a batch
-
-	refillMu  sync.Mutex
-	refills   []*lease       // leases waiting for their next lease, oldest first
-	refillers int            // goroutines sending refills, at most maxRefillers
-	stopping  bool           // Close has begun: no refill starts
-	refilling sync.WaitGroup // refills and refunds in the background, which Close waits for
+	requests, releases atomic.Int64
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
 }
 
-// maxRefillers is how many refill batches may be in flight at once: one
-// to send while the next forms.
-const maxRefillers = 2
-
-var _ sluice.Limiter = (*Limiter)(nil)
-
-// clockTick is how often the coarse clock moves.
-const clockTick = 5 * time.Millisecond
-
 // lease is a key's tokens, taken under one limit. A request under another
-// limit for the same key replaces it (refunding what it held).
+// limit for the same key replaces it (releasing it).
 type lease struct {
 	key      string
 	limit    sluice.Limit
+	capacity int64         // the largest cost the limit allows
+	interval time.Duration // Period / Rate: the time one token takes to refill
+
 	mu       sync.Mutex
-	tokens   int64 // left to spend
-	expires  int64 // Unix nanoseconds: when the tokens must be refunded
-	size     int64 // the next lease's size
-	fetching chan struct{}
-	// takeAlone: the last lease asked for was denied or failed, so the
-	// next is taken by the call that needs it, not queued.
-	takeAlone bool
-	replaced  bool // no longer in the map: spend nothing more from it
+	tokens   int64     // left to spend
+	reserved int64     // what the shared ledger reserves for this process (>= tokens)
+	deadline time.Time // tokens may be spent before it
+	size     int64     // how many to ask for next
+	// busy is closed when the request or release in flight ends; nil
+	// when none is.
+	busy chan struct{}
+	// round counts the requests made; denial is the last one's, if it
+	// was denied: calls that waited for it and need as much are denied too.
+	round    uint64
+	denial   *denial
+	remain   int64     // what the shared limit had left at the last answer
+	resetAt  time.Time // when the shared limit was to be full, at the last answer
+	replaced bool      // no longer in the map: spend nothing more from it
+}
+
+type denial struct {
+	round uint64
+	cost  int64
+	d     sluice.Decision
 }
 
 // Option configures a [Limiter].
-type Option interface{ apply(*Limiter) error }
+type Option func(*config) error
 
-type optionFunc func(*Limiter) error
+type config struct {
+	batch int64
+	hold  time.Duration
+}
 
-func (f optionFunc) apply(l *Limiter) error { return f(l) }
-
-// WithBatch sets B, the largest lease (default [DefaultBatch]).
+// WithBatch sets B, how many tokens a lease asks for at a time (default
+// [DefaultBatch]); a process holds at most 2 × B tokens of a key.
 func WithBatch(b int64) Option {
-	return optionFunc(func(l *Limiter) error {
+	return func(c *config) error {
 		if b < 1 {
 			return fmt.Errorf("lease: WithBatch(%d): must be at least 1", b)
 		}
-		l.batch = b
+		c.batch = b
 		return nil
-	})
-}
-
-// WithHold sets how long a lease may be spent before the rest is refunded
-// (default [DefaultHold]). Shorter holds return idle tokens sooner and cost
-// more refunds.
-func WithHold(d time.Duration) Option {
-	return optionFunc(func(l *Limiter) error {
-		if d <= 0 {
-			return fmt.Errorf("lease: WithHold(%s): must be positive", d)
-		}
-		l.hold = d
-		return nil
-	})
-}
-
-// ByHashTag makes only keys with the same hash tag share a batch of
-// refills, from the start. Give it when next runs on a go-redis Ring,
-// which runs a batch on the shard of its first key and reports nothing; a
-// Redis Cluster is detected without it (its first cross-slot batch is
-// refused before it runs).
-func ByHashTag() Option {
-	return optionFunc(func(l *Limiter) error {
-		l.byTag = true
-		return nil
-	})
-}
-
-// New returns a Limiter leasing from next. It starts one janitor goroutine
-// that refunds expired leases; Close stops it. It does no I/O.
-func New(next Refunder, opts ...Option) (*Limiter, error) {
-	if next == nil {
-		return nil, errors.New("lease: next must not be nil")
 	}
-	l := &Limiter{next: next, batch: DefaultBatch, hold: DefaultHold, stop: make(chan struct{})}
-	l.nowNanos.Store(time.Now().UnixNano())
-	for _, o := range opts {
-		if o == nil {
-			return nil, errors.New("lease: nil option")
+}
+
+// WithHold sets how long a lease's tokens may be spent before they are
+// released (default [DefaultHold]): whole milliseconds, 10 ms to 1 hour.
+// Shorter holds give idle tokens back sooner and cost more releases.
+func WithHold(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 10*time.Millisecond || d > sluice.MaxLeaseHold || d%time.Millisecond != 0 {
+			return fmt.Errorf("lease: WithHold(%s): must be whole milliseconds from 10ms to %s", d, sluice.MaxLeaseHold)
 		}
-		if err := o.apply(l); err != nil {
+		c.hold = d
+		return nil
+	}
+}
+
+// New returns a Limiter leasing from next, which must serve leases
+// ([sluice.CanLease]: the token bucket and GCRA, or a decorator over one).
+// It starts one janitor goroutine that releases expired leases; Close
+// stops it. It does no I/O.
+func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
+	if err := sluice.RequireCapabilities("lease", next, sluice.CanLease); err != nil {
+		return nil, err
+	}
+	leaser, ok := next.(sluice.Leaser)
+	if !ok {
+		return nil, sluice.Unsupported("lease", sluice.CanLease, next)
+	}
+	c := config{batch: DefaultBatch, hold: DefaultHold}
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("lease: option %d is nil", i)
+		}
+		if err := o(&c); err != nil {
 			return nil, err
 		}
 	}
-	if b, ok := next.(batching.Next); ok {
-		l.sender = batching.NewSender(b, l.byTag)
+	l := &Limiter{
+		next: next, leaser: leaser, batch: c.batch, hold: c.hold,
+		// The local clock starts before the store's, and the janitor
+		// releases within a tick of the deadline: an eighth of the hold
+		// leaves time for the release to arrive while the store still
+		// reserves the tokens, so that they go back at once.
+		margin: c.hold / 8,
+		holder: 1 + rand.Int64N(1<<62),
+		stop:   make(chan struct{}),
 	}
-	first, cancelFirst := context.WithDeadline(context.Background(), time.Now().Add(refundTimeout))
-	l.fetchCtx.Store(&first)
-	l.stopped.Go(func() { l.janitor(cancelFirst) })
+	l.stopped.Go(l.janitor)
 	return l, nil
 }
 
 // ErrClosed is returned by a Limiter after Close.
 var ErrClosed = errors.New("lease: limiter closed")
 
-// AllowN decides n against key's limit, from the process's lease when it
-// holds enough, else by taking a new lease or asking the shared limiter.
+// AllowN decides n against key's limit: from the process's lease when it
+// holds n, else by the shared limit.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
 	if err := sluice.ValidateKey(key); err != nil {
 		return sluice.Decision{}, fmt.Errorf("lease: %w", err)
@@ -231,256 +217,249 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	if l.closed.Load() {
 		return sluice.Decision{}, ErrClosed
 	}
-	if n <= 0 || n > l.batch {
-		return l.next.AllowN(ctx, key, limit, n) // peeks, bad costs and large requests
-	}
 	le, err := l.leaseFor(key, limit)
 	if err != nil {
 		return sluice.Decision{}, err
 	}
-	for attempt := 0; ; attempt++ {
+	if n < 0 || n > le.capacity {
+		return sluice.Decision{}, fmt.Errorf("lease: %w", sluice.CheckRequest(l.next, key, limit, n))
+	}
+	if n == 0 || n > l.batch {
+		return l.direct(ctx, le, n)
+	}
+	var waited uint64
+	for {
 		le.mu.Lock()
-		if le.replaced { // swept or replaced meanwhile: start over on the current one
+		if le.replaced { // released or replaced meanwhile: start over on the current one
 			le.mu.Unlock()
 			if le, err = l.leaseFor(key, limit); err != nil {
 				return sluice.Decision{}, err
 			}
-			attempt = -1
+			waited = 0
 			continue
 		}
-		if le.expires <= l.nowNanos.Load() && le.tokens > 0 {
-			if !l.refundLater(key, limit, le.tokens) {
-				// Close has begun: its sweep refunds them; spend none.
-				le.mu.Unlock()
-				return sluice.Decision{}, ErrClosed
-			}
-			le.tokens = 0
+		now := time.Now()
+		if le.reserved > 0 && !now.Before(le.deadline) && le.busy == nil {
+			l.releaseLocked(le) // expired: give back what it holds before asking again
 		}
-		if le.tokens >= n {
+		if le.tokens >= n && now.Before(le.deadline) {
 			le.tokens -= n
-			d := sluice.Decision{Allowed: true, Limit: limit, Remaining: le.tokens}
-			if le.tokens < le.size/2 && le.fetching == nil {
-				le.fetching = make(chan struct{})
-				if !l.refillLater(le) {
-					le.fetching = nil
-				}
+			d := le.estimate(now)
+			if le.tokens < le.size && le.busy == nil && le.denial == nil {
+				l.refillLater(le)
 			}
 			le.mu.Unlock()
 			return d, nil
 		}
-		fetching := le.fetching
-		if fetching == nil && attempt == 0 {
-			if l.sender != nil && !le.takeAlone && le.size >= n {
-				// Nothing is on its way: the lease joins the refills, so
-				// that keys needing one at the same moment (a process
-				// starting, new tenants arriving) share script calls, and
-				// this call waits for it like any other.
-				le.fetching = make(chan struct{})
-				if l.refillLater(le) {
-					fetching = le.fetching
-				} else {
-					le.fetching = nil
-				}
-			}
-			if fetching == nil {
-				// This call takes the lease itself (the last one asked for
-				// was denied or failed, so this call's own answer is
-				// likely the answer; or it needs more than a lease), and
-				// the calls that meet the lease empty meanwhile wait.
-				owned := make(chan struct{})
-				le.fetching = owned
+		if waited != 0 && le.round == waited {
+			// The request this call waited for was denied for a cost no
+			// larger than n: n is denied too.
+			if dn := le.denial; dn != nil && dn.round == waited && dn.cost <= n {
+				d := dn.d
+				d.RetryAfter += time.Duration(n-dn.cost) * le.interval
+				d.Remaining = min(le.capacity, d.Remaining+le.tokens)
 				le.mu.Unlock()
-				return l.takeLease(ctx, key, limit, le, n, owned)
+				return d, nil
 			}
 		}
+		if busy := le.busy; busy != nil {
+			round := le.round + 1
+			le.mu.Unlock()
+			select {
+			case <-busy:
+			case <-ctx.Done():
+				return sluice.Decision{}, ctx.Err()
+			}
+			waited = round
+			continue
+		}
+		// Nothing in flight: this call asks for its own cost and a lease.
+		done, ok := l.begin(le, false)
 		le.mu.Unlock()
-		if fetching == nil || attempt > 0 {
-			break
+		if !ok {
+			return sluice.Decision{}, ErrClosed
 		}
-		// A lease is on its way: wait for it once.
-		select {
-		case <-fetching:
-		case <-ctx.Done():
-			return sluice.Decision{}, ctx.Err()
-		}
+		return l.take(ctx, le, n, done)
 	}
-	// Waiting once was not enough (the key is that busy, or the lease was
-	// denied): take a lease of this call's own, added to the same tokens,
-	// or be decided alone.
-	return l.takeLease(ctx, key, limit, le, n, nil)
 }
 
-// takeLease takes a lease with n spent from it at once, or, if the shared
-// limiter denies the lease, decides n alone. When owned is not nil, it is
-// le.fetching, set by the caller: the fetch ends when the lease is known,
-// and the calls waiting for it go on.
-func (l *Limiter) takeLease(ctx context.Context, key string, limit sluice.Limit, le *lease, n int64, owned chan struct{}) (sluice.Decision, error) {
-	endFetch := func() {
-		if owned != nil {
-			le.mu.Lock()
-			le.fetching = nil
-			le.mu.Unlock()
-			close(owned)
-			owned = nil
-		}
+// begin marks a request or release of le in flight, unless Close has
+// begun (unless force). The caller holds le.mu and le.busy is nil; it
+// calls the returned func once the answer is applied, with le.mu not
+// held. A lease replaced meanwhile is released then.
+func (l *Limiter) begin(le *lease, force bool) (func(), bool) {
+	l.opsMu.Lock()
+	if l.stopping && !force {
+		l.opsMu.Unlock()
+		return nil, false
 	}
-	defer endFetch()
-	le.mu.Lock()
-	size := max(le.size, n)
-	le.mu.Unlock()
-	d, err := l.next.AllowN(ctx, key, limit, size)
-	if err != nil {
+	l.ops.Add(1)
+	l.opsMu.Unlock()
+	busy := make(chan struct{})
+	le.busy = busy
+	return func() {
 		le.mu.Lock()
-		le.takeAlone = true
+		le.busy = nil
+		if le.replaced && le.reserved > 0 {
+			l.releaseLocked(le)
+		}
 		le.mu.Unlock()
+		close(busy)
+		l.ops.Done()
+	}, true
+}
+
+// take asks the shared limit for cost n and a lease of le.size; the caller
+// has begun a request (done ends it).
+func (l *Limiter) take(ctx context.Context, le *lease, n int64, done func()) (sluice.Decision, error) {
+	defer done()
+	le.mu.Lock()
+	req := l.request(le, n, le.size)
+	le.mu.Unlock()
+	sent := time.Now()
+	g, err := l.leaser.Lease(ctx, req)
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	if err != nil {
+		le.round++
+		le.denial = nil // the calls that waited ask themselves, and see their own answer
 		return sluice.Decision{}, err
 	}
-	if !d.Allowed {
-		l.shrink(le, d.Remaining)
-		if size == n {
-			return d, nil
-		}
-		endFetch() // the waiters need not wait for this call's own decision
-		return l.next.AllowN(ctx, key, limit, n)
+	l.apply(le, req, g, sent)
+	d := g.Decision
+	d.Limit = le.limit
+	d.Remaining = min(le.capacity, d.Remaining+le.tokens)
+	if d.Allowed {
+		d.Estimated = d.Estimated || le.tokens > 0
 	}
-	le.mu.Lock()
-	if le.replaced {
-		le.mu.Unlock()
-		// Swept by Close or replaced meanwhile: nothing will spend or
-		// refund this lease, so what n did not use goes back now.
-		if size > n {
-			l.refundNow(ctx, key, limit, size-n)
-		}
-		d.Remaining = 0
-		return d, nil
-	}
-	le.tokens += size - n
-	le.expires = time.Now().Add(l.hold).UnixNano()
-	le.size = l.nextSize(d.Remaining)
-	le.takeAlone = false
-	d.Remaining = le.tokens
-	le.mu.Unlock()
 	return d, nil
 }
 
-// refillLater queues le's next lease, to be taken in the background, and
-// reports whether it was queued (not once Close has begun). The caller
-// holds le.mu and has set le.fetching.
-func (l *Limiter) refillLater(le *lease) bool {
-	l.refillMu.Lock()
-	defer l.refillMu.Unlock()
-	if l.stopping {
-		return false
+// direct decides a peek or a request larger than B by the shared limit,
+// with the process's report.
+func (l *Limiter) direct(ctx context.Context, le *lease, n int64) (sluice.Decision, error) {
+	le.mu.Lock()
+	if n == 0 && le.tokens > 0 && time.Now().Before(le.deadline) {
+		d := le.estimate(time.Now())
+		le.mu.Unlock()
+		return d, nil
 	}
-	if l.sender == nil { // next takes no batches: each refill goes alone
-		l.refilling.Add(1)
-		go func() {
-			defer l.refilling.Done()
-			l.refill([]*lease{le})
-		}()
-		return true
+	for le.busy != nil {
+		busy := le.busy
+		le.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return sluice.Decision{}, ctx.Err()
+		}
+		le.mu.Lock()
 	}
-	l.refills = append(l.refills, le)
-	if l.refillers < maxRefillers {
-		l.refillers++
-		l.refilling.Add(1)
-		go l.sendRefills()
+	done, ok := l.begin(le, false)
+	le.mu.Unlock()
+	if !ok {
+		return sluice.Decision{}, ErrClosed
 	}
-	return true
+	defer done()
+	le.mu.Lock()
+	req := l.request(le, n, 0)
+	le.mu.Unlock()
+	sent := time.Now()
+	g, err := l.leaser.Lease(ctx, req)
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	if err != nil {
+		le.round++
+		return sluice.Decision{}, err
+	}
+	l.apply(le, req, g, sent)
+	d := g.Decision
+	d.Limit = le.limit
+	d.Remaining = min(le.capacity, d.Remaining+le.tokens)
+	return d, nil
 }
 
-// sendRefills sends the queued refills, up to sluice.MaxBatch in one batch,
-// until none is left.
-func (l *Limiter) sendRefills() {
-	defer l.refilling.Done()
-	for {
-		l.refillMu.Lock()
-		if len(l.refills) == 0 {
-			l.refillers--
-			l.refillMu.Unlock()
+// request is a lease request for le: cost n and extra tokens, with what
+// the process holds. The caller holds le.mu.
+func (l *Limiter) request(le *lease, n, extra int64) sluice.LeaseRequest {
+	l.requests.Add(1)
+	return sluice.LeaseRequest{Key: le.key, Limit: le.limit, Holder: l.holder, Cost: n, Extra: extra, Held: le.tokens, Hold: l.hold}
+}
+
+// apply adds a lease's answer to le, sent at sent. The caller holds le.mu.
+func (l *Limiter) apply(le *lease, req sluice.LeaseRequest, g sluice.Grant, sent time.Time) {
+	le.round++
+	if g.Allowed {
+		le.tokens += g.Extra
+		le.denial = nil
+	} else if req.Cost > 0 || req.Extra > 0 {
+		le.denial = &denial{round: le.round, cost: max(req.Cost, 1), d: g.Decision}
+	}
+	// Never hold more than the store reserves: it may reserve less than
+	// reported (the reservation expired), and a refund may have added
+	// tokens meanwhile.
+	le.reserved = g.Reserved
+	le.tokens = min(le.tokens, le.reserved)
+	if g.Expires > 0 {
+		le.deadline = sent.Add(g.Expires - l.margin)
+	}
+	le.remain = g.Remaining
+	le.resetAt = sent.Add(g.ResetAfter)
+	le.size = min(l.batch, le.capacity, max(1, g.Remaining/4))
+}
+
+// estimate is a decision from the lease's tokens. The caller holds le.mu.
+func (le *lease) estimate(now time.Time) sluice.Decision {
+	d := sluice.Decision{Allowed: true, Limit: le.limit, Remaining: min(le.capacity, le.tokens+le.remain), Estimated: true}
+	if le.resetAt.After(now) {
+		d.ResetAfter = le.resetAt.Sub(now)
+	}
+	return d
+}
+
+// refillLater asks for le's next lease in the background. The caller
+// holds le.mu, and nothing is in flight for le.
+func (l *Limiter) refillLater(le *lease) {
+	done, ok := l.begin(le, false)
+	if !ok {
+		return
+	}
+	req := l.request(le, 0, le.size)
+	go func() {
+		defer done()
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		sent := time.Now()
+		g, err := l.leaser.Lease(ctx, req)
+		le.mu.Lock()
+		defer le.mu.Unlock()
+		if err != nil {
+			le.round++
+			le.denial = nil // the next call asks itself, and sees the error
 			return
 		}
-		batch := make([]*lease, min(len(l.refills), sluice.MaxBatch))
-		copy(batch, l.refills)
-		left := copy(l.refills, l.refills[len(batch):])
-		clear(l.refills[left:])
-		l.refills = l.refills[:left]
-		l.refillMu.Unlock()
-		l.refill(batch)
-	}
+		l.apply(le, req, g, sent)
+	}()
 }
 
-// refill takes the next lease of each of leases (one batch when next takes
-// batches) and adds it to the tokens left.
-func (l *Limiter) refill(leases []*lease) {
-	reqs := make([]sluice.Request, len(leases))
-	for i, le := range leases {
-		le.mu.Lock()
-		reqs[i] = sluice.Request{Key: le.key, Limit: le.limit, N: le.size}
-		le.mu.Unlock()
-	}
-	results := make([]sluice.Result, len(leases))
-	ctx := *l.fetchCtx.Load()
-	if l.sender != nil {
-		l.sender.Decide(ctx, reqs, results)
-	} else {
-		for i, r := range reqs {
-			results[i].Decision, results[i].Err = l.next.AllowN(ctx, r.Key, r.Limit, r.N)
-		}
-	}
-	for i, le := range leases {
-		l.addLease(le, reqs[i].N, results[i])
-	}
-}
-
-// addLease adds a refill's answer to le and ends its fetch. A lease
-// replaced meanwhile gets nothing: the refill goes back at once (from the
-// refill's goroutine, which Close waits for).
-func (l *Limiter) addLease(le *lease, size int64, r sluice.Result) {
-	le.mu.Lock()
-	close(le.fetching)
-	le.fetching = nil
-	refund := false
-	switch {
-	case r.Err != nil:
-		le.takeAlone = true // the next request takes its lease itself, and sees the error
-	case !r.Decision.Allowed:
-		le.size = l.nextSize(r.Decision.Remaining)
-		le.takeAlone = true
-	case le.replaced:
-		refund = true
-	default:
-		le.tokens += size
-		le.expires = time.Now().Add(l.hold).UnixNano()
-		le.size = l.nextSize(r.Decision.Remaining)
-		le.takeAlone = false
-	}
-	le.mu.Unlock()
-	if refund {
-		l.refundNow(context.Background(), le.key, le.limit, size)
-	}
-}
-
-// nextSize is the next lease's size, given what the shared limiter had
-// left after the last: at most a quarter of it, at most B, at least 1.
-func (l *Limiter) nextSize(remaining int64) int64 {
-	return min(l.batch, max(1, remaining/4))
-}
-
-// shrink records a denied lease: the next is smaller, and taken by the
-// call that needs it.
-func (l *Limiter) shrink(le *lease, remaining int64) {
-	le.mu.Lock()
-	le.size = l.nextSize(remaining)
-	le.takeAlone = true
-	le.mu.Unlock()
+// releaseLocked gives le's reservation back in the background, with its
+// unspent tokens. The caller holds le.mu, and nothing is in flight for le:
+// the release is, until it lands, so that no request overtakes it.
+func (l *Limiter) releaseLocked(le *lease) {
+	unspent := le.tokens
+	le.tokens, le.reserved = 0, 0
+	l.releases.Add(1)
+	done, _ := l.begin(le, true)
+	go func() {
+		defer done()
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		_, _ = l.leaser.Release(ctx, le.key, le.limit, l.holder, unspent)
+	}()
 }
 
 // leaseFor returns key's lease under limit, creating it, or replacing one
 // taken under another limit.
 func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
-	// AllowN checked closed; a lease found here is swept (marked replaced)
-	// by Close, so only a new one needs the check again.
 	if v, ok := l.leases.Load(key); ok {
 		if le := v.(*lease); le.limit == limit {
 			return le, nil
@@ -491,14 +470,17 @@ func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
 	}
 	// A lease's limit was validated when it was made, so only a new one
 	// pays for validation.
-	if err := limit.Validate(); err != nil {
+	capacity, err := forward.CapacityOr(l.next, limit)
+	if err != nil {
 		return nil, fmt.Errorf("lease: %w", err)
 	}
-	fresh := &lease{key: key, limit: limit, size: min(l.batch, limit.Burst)}
+	fresh := &lease{key: key, limit: limit, capacity: capacity,
+		interval: (limit.Period + time.Duration(limit.Rate) - 1) / time.Duration(limit.Rate),
+		size:     min(l.batch, capacity)}
 	for {
 		v, loaded := l.leases.LoadOrStore(key, fresh)
 		if !loaded {
-			return l.admitFresh(key, fresh)
+			return fresh, nil
 		}
 		old := v.(*lease)
 		if old.limit == limit {
@@ -507,163 +489,182 @@ func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
 		if l.leases.CompareAndSwap(key, old, fresh) {
 			old.mu.Lock()
 			old.replaced = true
-			held := old.tokens
-			old.tokens = 0
+			if old.busy == nil && old.reserved > 0 {
+				l.releaseLocked(old)
+			} // else the request in flight releases it when it ends (begin)
 			old.mu.Unlock()
-			if held > 0 && !l.refundLater(old.key, old.limit, held) {
-				l.refundNow(context.Background(), old.key, old.limit, held)
-			}
-			return l.admitFresh(key, fresh)
+			return fresh, nil
 		}
 	}
 }
 
-// admitFresh returns a lease just stored under key, unless Close began
-// meanwhile: its sweep may have passed key already, so the lease is taken
-// out again rather than left where nothing would refund it.
-func (l *Limiter) admitFresh(key string, fresh *lease) (*lease, error) {
-	if l.closed.Load() {
-		fresh.mu.Lock()
-		fresh.replaced = true // for any call that found it meanwhile
-		fresh.mu.Unlock()
-		l.leases.CompareAndDelete(key, fresh)
-		return nil, ErrClosed
-	}
-	return fresh, nil
-}
-
-// refundLater gives n tokens back to key in the background, and reports
-// whether it will: not once Close has begun, when the caller must keep the
-// tokens for Close's sweep or refund them itself.
-func (l *Limiter) refundLater(key string, limit sluice.Limit, n int64) bool {
-	return l.inBackground(func() { l.refundNow(context.Background(), key, limit, n) })
-}
-
-// inBackground runs work in a goroutine that Close waits for, and reports
-// whether it does: not once Close has begun.
-func (l *Limiter) inBackground(work func()) bool {
-	l.refillMu.Lock()
-	defer l.refillMu.Unlock()
-	if l.stopping {
-		return false
-	}
-	l.refilling.Go(work)
-	return true
-}
-
-// refundNow gives n tokens back to key, bounded by refundTimeout and not
-// by ctx's cancellation (the tokens are owed whatever the caller does).
-func (l *Limiter) refundNow(ctx context.Context, key string, limit sluice.Limit, n int64) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refundTimeout)
-	defer cancel()
-	_, _ = l.next.Refund(ctx, key, limit, n)
-}
-
-// janitor moves the coarse clock and renews the fetch context, and every
-// half hold refunds expired leases and forgets idle ones.
-func (l *Limiter) janitor(cancelFirst context.CancelFunc) {
-	tick := time.NewTicker(clockTick)
+// janitor releases leases whose deadline passed, every sixteenth of the
+// hold.
+func (l *Limiter) janitor() {
+	tick := time.NewTicker(max(l.hold/16, time.Millisecond))
 	defer tick.Stop()
-	// The fetch contexts of the last refundTimeout, oldest first: each is
-	// cancelled (its timer released) once a newer one has outlived it.
-	cancels := []context.CancelFunc{cancelFirst}
-	defer func() {
-		for _, cancel := range cancels {
-			cancel()
-		}
-	}()
-	renew := func(now time.Time) {
-		ctx, cancel := context.WithDeadline(context.Background(), now.Add(refundTimeout))
-		l.fetchCtx.Store(&ctx)
-		cancels = append(cancels, cancel)
-		if keep := int(refundTimeout/clockTick) + 2; len(cancels) > keep {
-			cancels[0]()
-			cancels = append(cancels[:0], cancels[1:]...)
-		}
-	}
-	lastSweep := time.Now()
 	for {
 		select {
 		case <-l.stop:
 			return
 		case now := <-tick.C:
-			l.nowNanos.Store(now.UnixNano())
-			renew(now)
-			if now.Sub(lastSweep) >= l.hold/2 {
-				l.sweep(false) // its refunds go in the background: the clock keeps moving
-				lastSweep = now
-			}
+			l.sweep(now, false)
 		}
 	}
 }
 
-// sweep refunds expired leases (every lease when all is set) and forgets
-// empty, expired ones.
-func (l *Limiter) sweep(all bool) {
-	type refund struct {
-		le *lease
-		n  int64
-	}
-	var refunds []refund
-	now := time.Now().UnixNano()
-	l.mu.Lock()
+// sweep releases the leases whose deadline passed (every lease when all
+// is set) and forgets them.
+func (l *Limiter) sweep(now time.Time, all bool) {
 	l.leases.Range(func(k, v any) bool {
 		le := v.(*lease)
 		le.mu.Lock()
-		if all || le.expires <= now {
-			if le.tokens > 0 {
-				refunds = append(refunds, refund{le, le.tokens})
-				le.tokens = 0
-			}
-			// A lease being fetched stays (its fetch would be refunded at
-			// once), except on Close: the fetch in flight, a call's own,
-			// then sees the lease replaced and refunds what it took.
-			if (all || le.fetching == nil) && l.leases.CompareAndDelete(k, le) {
-				le.replaced = true
-			}
+		defer le.mu.Unlock()
+		if le.busy != nil || !all && now.Before(le.deadline) && le.reserved > 0 {
+			return true
 		}
-		le.mu.Unlock()
+		if !all && le.reserved == 0 && now.Sub(le.resetAt) < l.hold {
+			return true // keep a recent lease's size and estimates
+		}
+		if l.leases.CompareAndDelete(k, le) {
+			le.replaced = true
+		}
+		if le.reserved > 0 {
+			l.releaseLocked(le)
+		}
 		return true
 	})
-	l.mu.Unlock()
-	if len(refunds) == 0 {
-		return
-	}
-	// Refunds go a few at a time: Close may have thousands to make.
-	refundAll := func() {
-		slots := make(chan struct{}, sweepRefunds)
-		var wg sync.WaitGroup
-		for _, r := range refunds {
-			slots <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-slots }()
-				l.refundNow(context.Background(), r.le.key, r.le.limit, r.n)
-			})
-		}
-		wg.Wait()
-	}
-	if all || !l.inBackground(refundAll) {
-		refundAll()
-	}
 }
 
-// sweepRefunds is how many refunds a sweep makes at once.
-const sweepRefunds = 16
-
-// Close stops the janitor and refunds every lease's unspent tokens. Later
-// calls return [ErrClosed]. It is safe to call more than once.
+// Close stops the janitor and releases every lease, giving back its
+// unspent tokens; it waits for the releases. Later calls return
+// [ErrClosed]. It is safe to call more than once.
 func (l *Limiter) Close() error {
 	if !l.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	// Refills in flight finish first, under the janitor's fetch context,
-	// so that what they took is refunded below rather than lost.
-	l.refillMu.Lock()
+	l.opsMu.Lock()
 	l.stopping = true
-	l.refillMu.Unlock()
-	l.refilling.Wait()
+	l.opsMu.Unlock()
+	l.ops.Wait() // requests in flight land first, so that their tokens are released below
 	close(l.stop)
 	l.stopped.Wait()
-	l.sweep(true)
+	l.sweep(time.Now(), true)
+	l.ops.Wait()
 	return nil
 }
+
+// Stats counts what a Limiter asked of the shared limit.
+type Stats struct {
+	// Requests is the Lease calls made: leases, refills, peeks and
+	// requests decided by the shared limit.
+	Requests int64
+	// Releases is the Release calls made.
+	Releases int64
+}
+
+// Stats returns what the Limiter asked of the shared limit since New.
+func (l *Limiter) Stats() Stats {
+	return Stats{Requests: l.requests.Load(), Releases: l.releases.Load()}
+}
+
+// Held returns the tokens the Limiter holds for key, unspent.
+func (l *Limiter) Held(key string) int64 {
+	v, ok := l.leases.Load(key)
+	if !ok {
+		return 0
+	}
+	le := v.(*lease)
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	return le.tokens
+}
+
+// Capabilities reports what the Limiter serves: what the limiter it wraps
+// serves, but leases (see [sluice.Capabler]).
+func (l *Limiter) Capabilities() sluice.Capability {
+	return sluice.CapabilitiesOf(l.next) &^ sluice.CanLease
+}
+
+// Refund gives n tokens that a request did not use back into key's lease,
+// up to what the lease reserves (its tokens spent and not yet reported);
+// the rest go to the wrapped limiter's Refund, which does not see
+// reservations.
+func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if err := sluice.CheckRequest(l.next, key, limit, n); err != nil {
+		return sluice.Decision{}, fmt.Errorf("lease: %w", err)
+	}
+	if n < 1 {
+		return sluice.Decision{}, fmt.Errorf("lease: %w: a refund must be at least 1, got %d", sluice.ErrInvalidCost, n)
+	}
+	if v, ok := l.leases.Load(key); ok {
+		le := v.(*lease)
+		le.mu.Lock()
+		if le.limit == limit && !le.replaced && time.Now().Before(le.deadline) {
+			back := min(n, le.reserved-le.tokens)
+			le.tokens += back
+			n -= back
+			d := le.estimate(time.Now())
+			le.mu.Unlock()
+			if n == 0 {
+				return d, nil
+			}
+		} else {
+			le.mu.Unlock()
+		}
+	}
+	return forward.Refund(ctx, "lease", l.next, key, limit, n)
+}
+
+// Reset forgets key's lease (its tokens are given up, its reservation
+// released) and resets the wrapped limiter's state of key.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if !sluice.Supports(l.next, sluice.CanReset) {
+		return sluice.Unsupported("lease", sluice.CanReset, l.next)
+	}
+	if v, ok := l.leases.LoadAndDelete(key); ok {
+		le := v.(*lease)
+		le.mu.Lock()
+		le.replaced = true
+		le.tokens = 0
+		if le.busy == nil && le.reserved > 0 {
+			l.releaseLocked(le)
+		}
+		le.mu.Unlock()
+	}
+	return forward.Reset(ctx, "lease", l.next, key)
+}
+
+// AllowBatch decides each request as AllowN does, in order.
+func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	if !sluice.Supports(l.next, sluice.CanBatch) {
+		return nil, sluice.Unsupported("lease", sluice.CanBatch, l.next)
+	}
+	if len(reqs) < 1 || len(reqs) > sluice.MaxBatch {
+		return nil, fmt.Errorf("lease: a batch holds 1 to %d requests, got %d", sluice.MaxBatch, len(reqs))
+	}
+	for i, r := range reqs {
+		if err := sluice.CheckRequest(l.next, r.Key, r.Limit, r.N); err != nil {
+			return nil, &sluice.RequestError{Index: i, Err: fmt.Errorf("lease: %w", err)}
+		}
+	}
+	results := make([]sluice.Result, len(reqs))
+	for i, r := range reqs {
+		results[i].Decision, results[i].Err = l.AllowN(ctx, r.Key, r.Limit, r.N)
+	}
+	return results, nil
+}
+
+// Capacity returns the wrapped limiter's capacity.
+func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
+	return forward.CapacityOr(l.next, limit)
+}
+
+var (
+	_ sluice.Limiter      = (*Limiter)(nil)
+	_ sluice.Capabler     = (*Limiter)(nil)
+	_ sluice.Refunder     = (*Limiter)(nil)
+	_ sluice.Resetter     = (*Limiter)(nil)
+	_ sluice.BatchLimiter = (*Limiter)(nil)
+	_ sluice.Bounded      = (*Limiter)(nil)
+)

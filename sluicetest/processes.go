@@ -29,9 +29,16 @@ type Load struct {
 	// LeaseBatch, when positive, puts a lease.Limiter with this batch size
 	// in front of the algorithm in every process.
 	LeaseBatch int64
+	// LeaseHold, when positive, is the lease limiters' hold (lease.WithHold).
+	LeaseHold time.Duration
 	// Dead is how many of the processes exit without closing their lease
 	// limiter, as a crashed pod would: the tokens they hold are lost.
 	Dead int
+	// Light and Idle shape the load before its Duration at full speed:
+	// for Light each goroutine makes one call every LightEvery (light
+	// traffic, which leaves leases holding tokens), then for Idle none.
+	// This is the spike after idle that leases must survive.
+	Light, Idle, LightEvery time.Duration
 }
 
 // Call is one AllowN of a load: when it started and ended on the shared
@@ -50,7 +57,9 @@ func init() { RegisterJob(loadJob, runLoad) }
 
 // RunLoad starts load.Processes copies of the test binary (with [RunJob]),
 // each running load.Goroutines goroutines that call AllowN(key, limit, 1)
-// for load.Duration, and returns every call of every process, by start.
+// (lightly for load.Light, then not for load.Idle, then as fast as they
+// can for load.Duration), and returns every call of every process, by
+// start.
 // The package's TestMain must call [Main].
 func RunLoad(t *testing.T, load Load) []Call {
 	t.Helper()
@@ -84,7 +93,11 @@ func runLoad(index int, spec []byte, out io.Writer) error {
 	}
 	var l sluice.Limiter = alg
 	if load.LeaseBatch > 0 {
-		leased, err := lease.New(alg, lease.WithBatch(load.LeaseBatch))
+		opts := []lease.Option{lease.WithBatch(load.LeaseBatch)}
+		if load.LeaseHold > 0 {
+			opts = append(opts, lease.WithHold(load.LeaseHold))
+		}
+		leased, err := lease.New(alg, opts...)
 		if err != nil {
 			return err
 		}
@@ -99,11 +112,20 @@ func runLoad(index int, spec []byte, out io.Writer) error {
 		failed atomic.Int64
 		wg     sync.WaitGroup
 	)
-	deadline := time.Now().Add(load.Duration)
+	lightEnd := time.Now().Add(load.Light)
+	spike := lightEnd.Add(load.Idle)
+	deadline := spike.Add(load.Duration)
 	for range load.Goroutines {
 		wg.Go(func() {
 			var mine []Call
 			for time.Now().Before(deadline) {
+				switch now := time.Now(); {
+				case now.Before(lightEnd):
+					time.Sleep(load.LightEvery)
+				case now.Before(spike):
+					time.Sleep(spike.Sub(now))
+					continue
+				}
 				start := time.Now().UnixNano()
 				d, err := l.AllowN(context.Background(), load.Key, load.Limit, 1)
 				end := time.Now().UnixNano()
@@ -185,4 +207,19 @@ func MaxSurelyWithin(calls []Call, d time.Duration) int {
 		best = max(best, n)
 	}
 	return best
+}
+
+// BucketExcess checks the bucket bound on allowed calls (sorted by Start):
+// within any interval shorter than d, at most Burst + Rate x d were
+// allowed, for every d of ds. It returns the largest excess over the bound
+// (negative when every window is under it) and the d it was found at.
+func BucketExcess(allowed []Call, limit sluice.Limit, ds ...time.Duration) (excess float64, at time.Duration) {
+	excess = -float64(limit.Burst) - 1
+	for _, d := range ds {
+		bound := float64(limit.Burst) + float64(limit.Rate)*d.Seconds()/limit.Period.Seconds()
+		if e := float64(MaxSurelyWithin(allowed, d)) - bound; e > excess {
+			excess, at = e, d
+		}
+	}
+	return excess, at
 }

@@ -163,9 +163,18 @@ func leaseModel(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error)
 	} else {
 		held = min(held, mine)
 		switch after := deficit + cost*interval; {
+		case cost == 0 && deficit+interval > tolerance:
+			allowed, retryAfter = 0, deficit+interval-tolerance
+			if extra > 0 {
+				reserve = held
+			}
 		case cost == 0:
-			if deficit+interval > tolerance {
-				allowed, retryAfter = 0, deficit+interval-tolerance
+			if extra > 0 {
+				granted = min(extra, burst, (tolerance-deficit)/interval)
+				deficit += granted * interval
+				spent = true
+				reserve = held + granted
+				reserveExp = now + holdUs
 			}
 		case after > tolerance:
 			allowed, retryAfter = 0, after-tolerance
@@ -225,7 +234,7 @@ func leaseModel(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error)
 	if reserve > 0 {
 		expires = reserveExp - now
 	}
-	return []int64{allowed, remaining, retryAfter, deficit, granted, expires}, nil
+	return []int64{allowed, remaining, retryAfter, deficit, granted, expires, reserve}, nil
 }
 
 // Lease serves [sluice.Leaser] for a bucket algorithm (Spec.Leases).
@@ -250,11 +259,12 @@ func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Gr
 	if err != nil {
 		return sluice.Grant{}, err
 	}
-	granted, expires := reply[4], reply[5]
-	if granted < 0 || granted > req.Extra || expires < 0 || expires > req.Hold.Microseconds() || !d.Allowed && granted != 0 {
+	granted, expires, reserved := reply[4], reply[5], reply[6]
+	if granted < 0 || granted > req.Extra || expires < 0 || expires > req.Hold.Microseconds() || !d.Allowed && granted != 0 ||
+		reserved < granted || (req.Cost > 0 || req.Extra > 0) && reserved > req.Held+granted || (reserved > 0) != (expires > 0) {
 		return sluice.Grant{}, fmt.Errorf("%s: %w: %v", l.spec.Name, sluice.ErrUnexpectedReply, reply)
 	}
-	return sluice.Grant{Decision: d, Extra: granted, Expires: time.Duration(expires) * time.Microsecond}, nil
+	return sluice.Grant{Decision: d, Extra: granted, Reserved: reserved, Expires: time.Duration(expires) * time.Microsecond}, nil
 }
 
 // Release serves [sluice.Leaser] for a bucket algorithm (Spec.Leases).
@@ -279,7 +289,7 @@ func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, h
 	if err != nil {
 		return sluice.Decision{}, err
 	}
-	if !d.Allowed || reply[4] != 0 || reply[5] != 0 {
+	if !d.Allowed || reply[4] != 0 || reply[5] != 0 || reply[6] != 0 {
 		return sluice.Decision{}, fmt.Errorf("%s: %w: %v", l.spec.Name, sluice.ErrUnexpectedReply, reply)
 	}
 	return d, nil
@@ -311,8 +321,8 @@ func (l *Limiter) runLease(ctx context.Context, key string, limit sluice.Limit, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: lease: %w", l.spec.Name, sluice.ScriptError(err))
 	}
-	if len(reply) != 6 {
-		return nil, fmt.Errorf("%s: %w: %d values, want 6", l.spec.Name, sluice.ErrUnexpectedReply, len(reply))
+	if len(reply) != 7 {
+		return nil, fmt.Errorf("%s: %w: %d values, want 7", l.spec.Name, sluice.ErrUnexpectedReply, len(reply))
 	}
 	return reply, nil
 }

@@ -19,7 +19,8 @@
 -- KEYS[2]  the ledger key, in the same slot
 -- ARGV[1..3] rate, period_us, burst, as the prelude checks them
 -- ARGV[4]  cost: op 1, 0..burst, decided as the decision script does
---          (0 peeks); op 2, the unspent tokens given back, 0..1e12
+--          (0 with extra 0 peeks; 0 with extra > 0 refills: allowed when
+--          a token is left); op 2, the unspent tokens given back, 0..1e12
 -- ARGV[5]  op: 1 take, 2 release
 -- ARGV[6]  extra: op 1, tokens to hold beyond cost, 0..1e12 (granted as
 --          many as the bucket has, up to burst)
@@ -29,8 +30,8 @@
 -- ARGV[10] now_us, optional (client clock), else TIME
 --
 -- Reply: {allowed, remaining, retry_after_us, reset_after_us, granted,
--- expires_us}: granted is the extra tokens granted, expires_us how long
--- the holder's reservation lasts from now (0: it holds none).
+-- expires_us, reserved}: granted is the extra tokens granted, reserved the
+-- holder's reservation now and expires_us how long it lasts (0: none).
 -- Errors, before any write: SLUICE_INVALID_KEY, SLUICE_INVALID_LIMIT,
 -- SLUICE_INVALID_COST, SLUICE_COST_EXCEEDS_BURST, SLUICE_INVALID_STATE.
 -- Keep in step with lease.go (leaseModel).
@@ -146,9 +147,20 @@ if op == 2 then
 else
   held = math.min(held, mine)
   if cost == 0 then
+    -- A peek (extra 0) changes nothing; a refill (extra > 0) is granted
+    -- when a token is left, and as many as are, up to extra.
     if deficit + interval > tolerance then
       allowed = 0
       retry_after = deficit + interval - tolerance
+      if extra > 0 then
+        reserve = held
+      end
+    elseif extra > 0 then
+      granted = math.min(extra, burst, math.floor((tolerance - deficit) / interval))
+      deficit = deficit + granted * interval
+      spent = true
+      reserve = held + granted
+      reserve_exp = now + hold_us
     end
   else
     local after = deficit + cost * interval
@@ -217,4 +229,4 @@ local expires = 0
 if reserve > 0 then
   expires = reserve_exp - now
 end
-return {allowed, remaining, retry_after, deficit, granted, expires}
+return {allowed, remaining, retry_after, deficit, granted, expires, reserve}
