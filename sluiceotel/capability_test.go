@@ -12,7 +12,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/coalesce"
+	"github.com/sluicehq/sluice/denycache"
+	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluiceotel"
+	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // release is one call of Leaser.Release.
@@ -133,4 +138,57 @@ func TestLeaseAndReleaseAreForwardedAndRecorded(t *testing.T) {
 	last := spans.GetSpans()[2]
 	require.Equal(t, "sluice.release", last.Name)
 	require.Equal(t, codes.Error, last.Status.Code)
+}
+
+// TestEveryCapabilityThroughTheWholeStack stacks every decorator over the
+// token bucket, as docs/http.md suggests (sluiceotel outermost): each
+// layer reports every capability, and each call made at the top goes
+// through every layer to the bucket and back.
+func TestEveryCapabilityThroughTheWholeStack(t *testing.T) {
+	tb, err := tokenbucket.New(memstore.New())
+	require.NoError(t, err)
+	co, err := coalesce.New(tb)
+	require.NoError(t, err)
+	dc, err := denycache.New(co)
+	require.NoError(t, err)
+	fb, err := fallback.New(dc)
+	require.NoError(t, err)
+	l, spans, _ := setup(t, fb)
+	for _, layer := range []sluice.Limiter{tb, co, dc, fb, l} {
+		require.Equal(t, sluice.AllCapabilities, sluice.CapabilitiesOf(layer), "%T", layer)
+	}
+
+	ctx, key := t.Context(), "user:42"
+	hourly := sluice.Limit{Rate: 10, Period: time.Hour, Burst: 10} // no refill during the test
+	capacity, err := l.Capacity(hourly)
+	require.NoError(t, err)
+	require.Equal(t, hourly.Burst, capacity)
+	d, err := l.AllowN(ctx, key, hourly, 4)
+	require.NoError(t, err)
+	require.EqualValues(t, 6, d.Remaining)
+	d, err = l.Refund(ctx, key, hourly, 1)
+	require.NoError(t, err)
+	require.EqualValues(t, 7, d.Remaining)
+	results, err := l.AllowBatch(ctx, []sluice.Request{{Key: key, Limit: hourly, N: 1}, {Key: key, Limit: hourly, N: 1}})
+	require.NoError(t, err)
+	require.EqualValues(t, 5, results[1].Decision.Remaining)
+	require.NoError(t, l.Reset(ctx, key))
+
+	req := sluice.LeaseRequest{Key: key, Limit: hourly, Holder: 7, Cost: 2, Extra: 3, Hold: time.Second}
+	g, err := l.Lease(ctx, req)
+	require.NoError(t, err)
+	require.True(t, g.Allowed)
+	require.Equal(t, sluice.SourceStore, g.Source)
+	require.EqualValues(t, 3, g.Extra)
+	require.EqualValues(t, 3, g.Reserved)
+	require.EqualValues(t, 5, g.Remaining, "10 less the cost and the reservation")
+	d, err = l.Release(ctx, key, hourly, 7, 3)
+	require.NoError(t, err)
+	require.EqualValues(t, 8, d.Remaining, "the unspent tokens are back")
+
+	var names []string
+	for _, s := range spans.GetSpans() {
+		names = append(names, s.Name)
+	}
+	require.Equal(t, []string{"sluice.decision", "sluice.batch", "sluice.lease", "sluice.release"}, names)
 }
