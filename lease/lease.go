@@ -72,6 +72,9 @@ import (
 const (
 	// DefaultBatch is B, how many tokens a lease asks for at a time.
 	DefaultBatch = 100
+	// maxGrow is how many times B a busy key's lease grows to, unless
+	// WithMaxBatch says otherwise.
+	maxGrow = 4
 	// DefaultHold is how long a lease's tokens may be spent before they
 	// are released.
 	DefaultHold = time.Second
@@ -86,12 +89,13 @@ const (
 // batches whenever the limiter it wraps does, and its capacity is the
 // wrapped limiter's. It does not lease to a decorator above it.
 type Limiter struct {
-	next   sluice.Limiter
-	leaser sluice.Leaser
-	batch  int64
-	hold   time.Duration
-	margin time.Duration // a lease stops being spent this long before the store's reservation ends
-	holder int64         // this Limiter's name in the shared ledgers
+	next     sluice.Limiter
+	leaser   sluice.Leaser
+	batch    int64 // B
+	maxBatch int64 // the largest a lease grows
+	hold     time.Duration
+	margin   time.Duration // a lease stops being spent this long before the store's reservation ends
+	holder   int64         // this Limiter's name in the shared ledgers
 
 	leases sync.Map // key string -> *lease
 	closed atomic.Bool
@@ -119,6 +123,11 @@ type lease struct {
 	reserved int64     // what the shared ledger reserves for this process (>= tokens)
 	deadline time.Time // tokens may be spent before it
 	size     int64     // how many to ask for next
+	// grow is the lease's size over B: doubled when the process spent a
+	// whole lease before the next arrived, halved when one arrives to a
+	// lease still holding a whole size; 1 to maxGrow.
+	grow int64
+	dry  bool // a call found the lease short while the next was on its way
 	// busy is closed when the request or release in flight ends; nil
 	// when none is.
 	busy chan struct{}
@@ -141,18 +150,33 @@ type denial struct {
 type Option func(*config) error
 
 type config struct {
-	batch int64
-	hold  time.Duration
+	batch, maxBatch int64
+	hold            time.Duration
 }
 
 // WithBatch sets B, how many tokens a lease asks for at a time (default
-// [DefaultBatch]); a process holds at most 2 × B tokens of a key.
+// [DefaultBatch]). A busy key's leases grow up to [WithMaxBatch].
 func WithBatch(b int64) Option {
 	return func(c *config) error {
 		if b < 1 {
 			return fmt.Errorf("lease: WithBatch(%d): must be at least 1", b)
 		}
 		c.batch = b
+		return nil
+	}
+}
+
+// WithMaxBatch sets how large a busy key's lease may grow (default 4 × B,
+// at least B): a process holds fewer than 2 × that many tokens of a key.
+// Give B to keep every lease at B, and the tokens held below 2 × B, at the
+// cost of decisions waiting for Redis when a process spends more than B
+// tokens of one key per round trip.
+func WithMaxBatch(m int64) Option {
+	return func(c *config) error {
+		if m < 1 {
+			return fmt.Errorf("lease: WithMaxBatch(%d): must be at least 1", m)
+		}
+		c.maxBatch = m
 		return nil
 	}
 }
@@ -191,8 +215,14 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
+	switch {
+	case c.maxBatch == 0:
+		c.maxBatch = maxGrow * c.batch
+	case c.maxBatch < c.batch:
+		return nil, fmt.Errorf("lease: WithMaxBatch(%d) is below WithBatch(%d)", c.maxBatch, c.batch)
+	}
 	l := &Limiter{
-		next: next, leaser: leaser, batch: c.batch, hold: c.hold,
+		next: next, leaser: leaser, batch: c.batch, maxBatch: c.maxBatch, hold: c.hold,
 		// The local clock starts before the store's, and the janitor
 		// releases within a tick of the deadline: an eighth of the hold
 		// leaves time for the release to arrive while the store still
@@ -263,6 +293,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 			}
 		}
 		if busy := le.busy; busy != nil {
+			le.dry = true
 			round := le.round + 1
 			le.mu.Unlock()
 			select {
@@ -404,7 +435,14 @@ func (l *Limiter) apply(le *lease, req sluice.LeaseRequest, g sluice.Grant, sent
 	}
 	le.remain = g.Remaining
 	le.resetAt = sent.Add(g.ResetAfter)
-	le.size = min(l.batch, le.capacity, max(1, g.Remaining/4))
+	switch {
+	case g.Allowed && le.dry:
+		le.grow = min(le.grow*2, l.maxBatch/l.batch)
+	case g.Allowed && le.tokens-g.Extra >= le.size:
+		le.grow = max(le.grow/2, 1)
+	}
+	le.dry = false
+	le.size = min(l.batch*le.grow, l.maxBatch, le.capacity, max(1, g.Remaining/4))
 }
 
 // estimate is a decision from the lease's tokens. The caller holds le.mu.
@@ -476,7 +514,7 @@ func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
 	}
 	fresh := &lease{key: key, limit: limit, capacity: capacity,
 		interval: (limit.Period + time.Duration(limit.Rate) - 1) / time.Duration(limit.Rate),
-		size:     min(l.batch, capacity)}
+		size:     min(l.batch, capacity), grow: 1}
 	for {
 		v, loaded := l.leases.LoadOrStore(key, fresh)
 		if !loaded {

@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -197,31 +198,42 @@ func TestProcessesOnRealRedis(t *testing.T) {
 
 // TestNoHoardingByWaiters: goroutines that find the lease empty while the
 // next is on its way wait for it; none takes a lease of its own. One
-// process of B = 50 and 8 goroutines, on a slow store, never holds more
-// than 2 × B tokens, and at most one request is ever in flight.
+// process of B = 50 and 8 goroutines, on a slow store, never holds as many
+// as 2 × its largest lease (4 × B by default, B with WithMaxBatch(B)), and
+// at most one request is ever in flight.
 func TestNoHoardingByWaiters(t *testing.T) {
-	sh := newShared(t)
-	sh.delay.Store(int64(2 * time.Millisecond))
-	l, err := lease.New(sh, lease.WithBatch(50))
-	require.NoError(t, err)
-	defer l.Close()
-	key := sluice.Key(sluicetest.UniqueKey(t))
-	limit := sluice.PerSecond(1_000_000).WithBurst(1_000_000)
-	stop := time.Now().Add(500 * time.Millisecond)
-	var most atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for time.Now().Before(stop) {
-			most.Store(max(most.Load(), l.Held(key)))
-			time.Sleep(50 * time.Microsecond)
-		}
-	})
-	calls := run(t, l, key, limit, 8, 0, stop)
-	wg.Wait()
-	t.Logf("%d decisions, %d requests, most held %d, most in flight %d", len(calls), l.Stats().Requests, most.Load(), sh.maxInFlight.Load())
-	require.LessOrEqual(t, most.Load(), int64(2*50-1))
-	require.EqualValues(t, 1, sh.maxInFlight.Load(), "one request per key and process at a time")
-	require.Greater(t, len(calls), 1000)
+	for _, maxBatch := range []int64{0, 50} {
+		t.Run(fmt.Sprintf("max batch %d", maxBatch), func(t *testing.T) {
+			sh := newShared(t)
+			sh.delay.Store(int64(2 * time.Millisecond))
+			opts := []lease.Option{lease.WithBatch(50)}
+			most := int64(2*4*50 - 1)
+			if maxBatch > 0 {
+				opts = append(opts, lease.WithMaxBatch(maxBatch))
+				most = 2*maxBatch - 1
+			}
+			l, err := lease.New(sh, opts...)
+			require.NoError(t, err)
+			defer l.Close()
+			key := sluice.Key(sluicetest.UniqueKey(t))
+			limit := sluice.PerSecond(1_000_000).WithBurst(1_000_000)
+			stop := time.Now().Add(500 * time.Millisecond)
+			var held atomic.Int64
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for time.Now().Before(stop) {
+					held.Store(max(held.Load(), l.Held(key)))
+					time.Sleep(50 * time.Microsecond)
+				}
+			})
+			calls := run(t, l, key, limit, 8, 0, stop)
+			wg.Wait()
+			t.Logf("%d decisions, %d requests, most held %d, most in flight %d", len(calls), l.Stats().Requests, held.Load(), sh.maxInFlight.Load())
+			require.LessOrEqual(t, held.Load(), most)
+			require.EqualValues(t, 1, sh.maxInFlight.Load(), "one request per key and process at a time")
+			require.Greater(t, len(calls), 1000)
+		})
+	}
 }
 
 // TestFewCallsPerDecision: on a hot key, at most one request per 50
@@ -381,6 +393,8 @@ func TestBadInputIsAnError(t *testing.T) {
 	for name, opts := range map[string][]lease.Option{
 		"nil option":   {nil},
 		"batch 0":      {lease.WithBatch(0)},
+		"max below B":  {lease.WithBatch(10), lease.WithMaxBatch(5)},
+		"max batch 0":  {lease.WithMaxBatch(0)},
 		"hold 0":       {lease.WithHold(0)},
 		"hold 1.5 ms":  {lease.WithHold(1500 * time.Microsecond)},
 		"hold 2 hours": {lease.WithHold(2 * time.Hour)},
