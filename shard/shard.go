@@ -172,7 +172,7 @@ func WithShards(s int) Option {
 func WithHotKeys(keys ...string) Option {
 	return func(c *config) error {
 		if len(keys) == 0 {
-			return errors.New("shard: WithHotKeys(): give at least one key")
+			return errors.New("shard: WithHotKeys(): give at least one key, or omit the option to shard every key")
 		}
 		for i, k := range keys {
 			if err := sluice.ValidateKey(k); err != nil {
@@ -199,7 +199,7 @@ func quoteAll(keys []string) string {
 func WithPredicate(hot func(key string) bool) Option {
 	return func(c *config) error {
 		if hot == nil {
-			return errors.New("shard: WithPredicate(nil): the predicate must not be nil")
+			return errors.New("shard: WithPredicate(nil): give a predicate, or omit the option to shard every key")
 		}
 		c.chosen = true
 		c.pred = hot

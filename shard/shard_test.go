@@ -330,7 +330,7 @@ func TestDecisionIsAboutTheWholeLimit(t *testing.T) {
 	require.InDelta(t, 300, last.Remaining, 80)
 	// Refilling 100 tokens at 400/s takes 250 ms; one share's deficit at
 	// its 100/s, 250 ms ± 43 ms.
-	require.InDelta(t, 250*time.Millisecond, last.ResetAfter, float64(150*time.Millisecond))
+	require.InDelta(t, 250*time.Millisecond, last.ResetAfter, float64(200*time.Millisecond))
 
 	// Peeks land on random shares: on average, their estimate is the
 	// truth, as the shares' Remainings add up to it.
@@ -573,11 +573,15 @@ func TestAllowBatchRoutesEachRequestAsAllowN(t *testing.T) {
 
 // crossSlotStore refuses, as a Redis Cluster does, a call whose keys hash
 // to different slots.
-type crossSlotStore struct{ sluice.Store }
+type crossSlotStore struct {
+	sluice.Store
+	refused atomic.Int64
+}
 
-func (s crossSlotStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
+func (s *crossSlotStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
 	for _, k := range keys {
 		if sluice.HashSlot(k) != sluice.HashSlot(keys[0]) {
+			s.refused.Add(1)
 			return nil, fmt.Errorf("crossslot: %w", sluice.ErrCrossSlot)
 		}
 	}
@@ -588,11 +592,14 @@ func (s crossSlotStore) Run(ctx context.Context, script *sluice.Script, keys []s
 // slots; a batch is split by hash tag once the store says so.
 func TestAllowBatchOnACluster(t *testing.T) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	tb, err := tokenbucket.New(crossSlotStore{memstore.NewWithClock(clock)}, tokenbucket.WithClock(clock))
+	store := &crossSlotStore{Store: memstore.NewWithClock(clock)}
+	tb, err := tokenbucket.New(store, tokenbucket.WithClock(clock))
 	require.NoError(t, err)
 	l := newShard(t, tb, shard.WithShards(4))
-	limit := sluice.Limit{Rate: 40, Period: time.Second, Burst: 40}
-	for range 3 { // the first finds out, the others group from the start
+	// Room for every request. The first batch finds out that the store is
+	// a Cluster; the others are grouped by hash tag from the start.
+	limit := sluice.Limit{Rate: 400, Period: time.Second, Burst: 400}
+	for range 3 {
 		var reqs []sluice.Request
 		for i := range 30 {
 			reqs = append(reqs, sluice.Request{Key: sluice.Key("t", strconv.Itoa(i%3)), Limit: limit, N: 1})
@@ -605,6 +612,7 @@ func TestAllowBatchOnACluster(t *testing.T) {
 			require.Equal(t, limit, r.Decision.Limit)
 		}
 	}
+	require.Equal(t, int64(1), store.refused.Load(), "the first batch found out")
 }
 
 // allowOnly is a limiter with no optional capability.
@@ -791,7 +799,7 @@ func TestOnCluster(t *testing.T) {
 			}
 		}
 		require.LessOrEqual(t, allowedHot, 24)
-		require.GreaterOrEqual(t, allowedHot, 20)
+		require.GreaterOrEqual(t, allowedHot, 18, "denied requests try a second share")
 
 		peekAll := func() (sum int64) {
 			for i, k := range shard.SubKeys(hot, 3) {
