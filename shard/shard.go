@@ -83,7 +83,10 @@
 //   - AllowBatch routes each request as AllowN does.
 //   - Capacity is the smallest share's capacity.
 //   - Lease and Release route each holder to one share, always the same
-//     for a holder, so that its reservation and its release meet.
+//     for a holder, so that its reservation and its release meet. A
+//     holder is a process's lease decorator, so under lease.New each
+//     process leases from one share of a sharded key: processes spread
+//     over the shares, but a process alone gets 1 / S of the limit.
 package shard
 
 import (
@@ -698,8 +701,10 @@ func (l *Limiter) KeyCapacity(key string, limit sluice.Limit) (int64, error) {
 // Lease passes req to the wrapped limiter. For a sharded key, the holder
 // leases from one share ([HolderShare]): req.Key becomes that share's
 // sub-key and req.Limit its limit, and the Grant's Decision is about the
-// whole limit (see the package documentation). req.Cost must fit the
-// smallest share, as AllowN's n must.
+// whole limit (see the package documentation). A holder therefore never
+// gets more than its share, and is denied when its share is spent, however
+// much the others have left. req.Cost must fit the smallest share, as
+// AllowN's n must.
 func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
 	le, ok := l.next.(sluice.Leaser)
 	if !ok || !sluice.Supports(l.next, sluice.CanLease) {

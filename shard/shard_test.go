@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/fixedwindow"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/shard"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/memstore"
@@ -740,6 +741,61 @@ func TestLeaseRoutesAHolderToOneShare(t *testing.T) {
 	_, err = l.Release(t.Context(), "cold", limit, 1, 0)
 	require.NoError(t, err)
 	require.Equal(t, fmt.Sprintf("cold %s", limit), f.releases[len(f.releases)-1])
+}
+
+// TestLeaseOnTheTokenBucket: a holder's reservation lands on its share's
+// sub-key, and its release finds it there.
+func TestLeaseOnTheTokenBucket(t *testing.T) {
+	b := newBucket(t)
+	l := newShard(t, b.tb, shard.WithShards(4))
+	require.True(t, sluice.Supports(l, sluice.CanLease))
+	limit := sluice.Limit{Rate: 40, Period: time.Minute, Burst: 40} // shares of 10
+	const holder = 7
+	i := shard.HolderShare(holder, 4)
+	sub, share := shard.SubKey("hot", i, 4), shard.Share(limit, 4, i)
+	// What the share has left for others, reservations excluded.
+	left := func() int64 {
+		g, err := b.tb.Lease(t.Context(), sluice.LeaseRequest{Key: sub, Limit: share, Holder: 99, Hold: time.Second})
+		require.NoError(t, err)
+		return g.Decision.Remaining
+	}
+
+	g, err := l.Lease(t.Context(), sluice.LeaseRequest{Key: "hot", Limit: limit, Holder: holder, Cost: 1, Extra: 4, Hold: time.Second})
+	require.NoError(t, err)
+	require.True(t, g.Decision.Allowed)
+	require.Equal(t, int64(4), g.Extra)
+	require.Equal(t, limit, g.Decision.Limit)
+	require.True(t, g.Decision.Estimated)
+	require.Equal(t, int64(20), g.Decision.Remaining, "the share's 5 left, times 4")
+	require.Equal(t, int64(5), left(), "one spent and four reserved on the holder's share")
+
+	d, err := l.Release(t.Context(), "hot", limit, holder, 4)
+	require.NoError(t, err)
+	require.Equal(t, limit, d.Limit)
+	require.Equal(t, int64(36), d.Remaining, "the share's 9 left, times 4")
+	require.Equal(t, int64(9), left(), "the release reached the reservation")
+}
+
+// TestUnderTheLeaseDecorator: lease.New over a shard works, and a process
+// (one holder) leases from one share: alone, it gets that share's part of
+// the limit.
+func TestUnderTheLeaseDecorator(t *testing.T) {
+	b := newBucket(t)
+	leased, err := lease.New(newShard(t, b.tb, shard.WithShards(4)), lease.WithBatch(3))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, leased.Close()) })
+	limit := sluice.Limit{Rate: 40, Period: time.Hour, Burst: 40} // shares of 10; the clock stands still
+	allowed := 0
+	for range 100 {
+		d, err := leased.AllowN(t.Context(), "hot", limit, 1)
+		require.NoError(t, err)
+		require.Equal(t, limit, d.Limit)
+		if d.Allowed {
+			allowed++
+		}
+	}
+	require.LessOrEqual(t, allowed, 10, "one share")
+	require.GreaterOrEqual(t, allowed, 8, "most of it")
 }
 
 // TestOnCluster: on a real 3-primary Redis Cluster, the S sub-keys of a
