@@ -114,6 +114,40 @@ type Grant struct {
 	Expires time.Duration
 }
 
+// CheckLease validates a lease request for l: its key, limit and Cost as
+// [CheckRequest] does, then its own fields. Decorators call it before
+// anything that does not reach the store.
+func CheckLease(l Limiter, req LeaseRequest) error {
+	if err := CheckRequest(l, req.Key, req.Limit, req.Cost); err != nil {
+		return err
+	}
+	return req.CheckLeaseFields()
+}
+
+// CheckLeaseFields validates what a lease adds to a request: Holder,
+// Extra, Held and Hold.
+func (req LeaseRequest) CheckLeaseFields() error {
+	switch {
+	case req.Holder < 1:
+		return fmt.Errorf("%w: a lease holder must be positive, got %d", ErrInvalidCost, req.Holder)
+	case req.Extra < 0 || req.Extra > MaxBurst:
+		return fmt.Errorf("%w: a lease's extra tokens must be 0 to %d, got %d", ErrInvalidCost, MaxBurst, req.Extra)
+	case req.Held < 0 || req.Held > MaxBurst:
+		return fmt.Errorf("%w: a lease's held tokens must be 0 to %d, got %d", ErrInvalidCost, MaxBurst, req.Held)
+	case req.Hold < MinLeaseHold || req.Hold > MaxLeaseHold || req.Hold%time.Millisecond != 0:
+		return fmt.Errorf("%w: a lease's hold must be whole milliseconds from %s to %s, got %s",
+			ErrInvalidLimit, MinLeaseHold, MaxLeaseHold, req.Hold)
+	}
+	return nil
+}
+
+// LeaseResult is one request's answer in a batch of lease requests: its
+// Grant, or why it got none.
+type LeaseResult struct {
+	Grant
+	Err error
+}
+
 // Capability names one optional interface of a [Limiter].
 type Capability uint8
 

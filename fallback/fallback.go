@@ -375,7 +375,7 @@ func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Gr
 	if !sluice.Supports(l.next, sluice.CanLease) {
 		return sluice.Grant{}, sluice.Unsupported("fallback", sluice.CanLease, l.next)
 	}
-	if err := checkLease(l.next, req); err != nil {
+	if err := sluice.CheckLease(l.next, req); err != nil {
 		return sluice.Grant{}, fmt.Errorf("fallback: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -398,27 +398,6 @@ func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Gr
 		return sluice.Grant{}, err
 	}
 	return sluice.Grant{Decision: d}, nil
-}
-
-// checkLease validates a lease request for next, so that bad input is an
-// error whatever the breaker's state: key, limit and Cost as
-// [sluice.CheckRequest] checks a request, then what a lease adds.
-func checkLease(next sluice.Limiter, req sluice.LeaseRequest) error {
-	if err := sluice.CheckRequest(next, req.Key, req.Limit, req.Cost); err != nil {
-		return err
-	}
-	switch {
-	case req.Holder < 1:
-		return fmt.Errorf("%w: a lease holder must be positive, got %d", sluice.ErrInvalidCost, req.Holder)
-	case req.Extra < 0 || req.Extra > sluice.MaxBurst:
-		return fmt.Errorf("%w: a lease's extra tokens must be 0 to %d, got %d", sluice.ErrInvalidCost, sluice.MaxBurst, req.Extra)
-	case req.Held < 0 || req.Held > sluice.MaxBurst:
-		return fmt.Errorf("%w: a lease's held tokens must be 0 to %d, got %d", sluice.ErrInvalidCost, sluice.MaxBurst, req.Held)
-	case req.Hold < sluice.MinLeaseHold || req.Hold > sluice.MaxLeaseHold || req.Hold%time.Millisecond != 0:
-		return fmt.Errorf("%w: a lease's hold must be whole milliseconds from %s to %s, got %s",
-			sluice.ErrInvalidLimit, sluice.MinLeaseHold, sluice.MaxLeaseHold, req.Hold)
-	}
-	return nil
 }
 
 // Release passes a release to the wrapped limiter, within the time budget

@@ -65,6 +65,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/batching"
 	"github.com/sluicehq/sluice/internal/forward"
 )
 
@@ -105,6 +106,14 @@ type Limiter struct {
 	ops      sync.WaitGroup // requests and releases in flight
 
 	requests, releases atomic.Int64
+
+	// sender sends lease requests in batches when next takes them (the
+	// bucket algorithms' LeaseBatch); nil sends each alone.
+	sender  *batching.LeaseSender
+	byTag   bool
+	queueMu sync.Mutex
+	queue   []*pending // requests waiting for a batch, oldest first
+	senders int        // goroutines sending batches, at most maxSenders
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -152,6 +161,7 @@ type Option func(*config) error
 type config struct {
 	batch, maxBatch int64
 	hold            time.Duration
+	byTag           bool
 }
 
 // WithBatch sets B, how many tokens a lease asks for at a time (default
@@ -177,6 +187,18 @@ func WithMaxBatch(m int64) Option {
 			return fmt.Errorf("lease: WithMaxBatch(%d): must be at least 1", m)
 		}
 		c.maxBatch = m
+		return nil
+	}
+}
+
+// ByHashTag makes only keys with the same hash tag share a batch of lease
+// requests, from the start. Give it when next runs on a go-redis Ring,
+// which runs a batch on the shard of its first key and reports nothing; a
+// Redis Cluster is detected without it (its first cross-slot batch is
+// refused before it runs).
+func ByHashTag() Option {
+	return func(c *config) error {
+		c.byTag = true
 		return nil
 	}
 }
@@ -230,6 +252,9 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 		margin: c.hold / 8,
 		holder: 1 + rand.Int64N(1<<62),
 		stop:   make(chan struct{}),
+	}
+	if b, ok := next.(batching.LeaseNext); ok {
+		l.sender = batching.NewLeaseSender(b, c.byTag)
 	}
 	l.stopped.Go(l.janitor)
 	return l, nil
@@ -341,29 +366,127 @@ func (l *Limiter) begin(le *lease, force bool) (func(), bool) {
 }
 
 // take asks the shared limit for cost n and a lease of le.size; the caller
-// has begun a request (done ends it).
+// has begun a request (done ends it). The call waits for its answer
+// within ctx; the answer lands in the lease whether it still waits or not.
 func (l *Limiter) take(ctx context.Context, le *lease, n int64, done func()) (sluice.Decision, error) {
-	defer done()
 	le.mu.Lock()
 	req := l.request(le, n, le.size)
 	le.mu.Unlock()
-	sent := time.Now()
-	g, err := l.leaser.Lease(ctx, req)
+	return l.await(ctx, le, req, done)
+}
+
+// await asks for req and waits for its decision, as take and direct do.
+func (l *Limiter) await(ctx context.Context, le *lease, req sluice.LeaseRequest, done func()) (sluice.Decision, error) {
+	type answer struct {
+		d   sluice.Decision
+		err error
+	}
+	answered := make(chan answer, 1)
+	l.ask(&pending{le: le, req: req, done: done, then: func(g sluice.Grant, err error) {
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		d := g.Decision
+		d.Limit = le.limit
+		d.Remaining = min(le.capacity, d.Remaining+le.tokens)
+		if d.Allowed && le.tokens > 0 {
+			d.Estimated = true
+		}
+		answered <- answer{d: d}
+	}})
+	select {
+	case a := <-answered:
+		return a.d, a.err
+	case <-ctx.Done():
+		return sluice.Decision{}, ctx.Err()
+	}
+}
+
+// pending is a lease request on its way.
+type pending struct {
+	le   *lease
+	req  sluice.LeaseRequest
+	sent time.Time // before the request left: the store's clock reads later
+	// then is called with le.mu held once the answer is applied; done
+	// ends the request (le.busy) after that.
+	then func(sluice.Grant, error)
+	done func()
+}
+
+// ask sends p: in the next batch of lease requests when the wrapped
+// limiter takes them, else alone.
+func (l *Limiter) ask(p *pending) {
+	if l.sender == nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+			defer cancel()
+			p.sent = time.Now()
+			g, err := l.leaser.Lease(ctx, p.req)
+			l.land(p, g, err)
+		}()
+		return
+	}
+	l.queueMu.Lock()
+	l.queue = append(l.queue, p)
+	if l.senders < maxSenders {
+		l.senders++
+		go l.sendQueued()
+	}
+	l.queueMu.Unlock()
+}
+
+// maxSenders is how many batches of lease requests may be in flight at
+// once: one to send while the next forms.
+const maxSenders = 2
+
+// sendQueued sends the queued lease requests, up to sluice.MaxBatch in a
+// batch, until none is left.
+func (l *Limiter) sendQueued() {
+	for {
+		l.queueMu.Lock()
+		if len(l.queue) == 0 {
+			l.senders--
+			l.queueMu.Unlock()
+			return
+		}
+		batch := make([]*pending, min(len(l.queue), sluice.MaxBatch))
+		copy(batch, l.queue)
+		left := copy(l.queue, l.queue[len(batch):])
+		clear(l.queue[left:])
+		l.queue = l.queue[:left]
+		l.queueMu.Unlock()
+
+		reqs := make([]sluice.LeaseRequest, len(batch))
+		sent := time.Now()
+		for i, p := range batch {
+			reqs[i], p.sent = p.req, sent
+		}
+		results := make([]sluice.LeaseResult, len(batch))
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		l.sender.Decide(ctx, reqs, results)
+		cancel()
+		for i, p := range batch {
+			l.land(p, results[i].Grant, results[i].Err)
+		}
+	}
+}
+
+// land applies the answer to p and ends it.
+func (l *Limiter) land(p *pending, g sluice.Grant, err error) {
+	le := p.le
 	le.mu.Lock()
-	defer le.mu.Unlock()
 	if err != nil {
 		le.round++
 		le.denial = nil // the calls that waited ask themselves, and see their own answer
-		return sluice.Decision{}, err
+	} else {
+		l.apply(le, p.req, g, p.sent)
 	}
-	l.apply(le, req, g, sent)
-	d := g.Decision
-	d.Limit = le.limit
-	d.Remaining = min(le.capacity, d.Remaining+le.tokens)
-	if d.Allowed {
-		d.Estimated = d.Estimated || le.tokens > 0
+	if p.then != nil {
+		p.then(g, err)
 	}
-	return d, nil
+	le.mu.Unlock()
+	p.done()
 }
 
 // direct decides a peek or a request larger than B by the shared limit,
@@ -386,27 +509,13 @@ func (l *Limiter) direct(ctx context.Context, le *lease, n int64) (sluice.Decisi
 		le.mu.Lock()
 	}
 	done, ok := l.begin(le, false)
-	le.mu.Unlock()
 	if !ok {
+		le.mu.Unlock()
 		return sluice.Decision{}, ErrClosed
 	}
-	defer done()
-	le.mu.Lock()
 	req := l.request(le, n, 0)
 	le.mu.Unlock()
-	sent := time.Now()
-	g, err := l.leaser.Lease(ctx, req)
-	le.mu.Lock()
-	defer le.mu.Unlock()
-	if err != nil {
-		le.round++
-		return sluice.Decision{}, err
-	}
-	l.apply(le, req, g, sent)
-	d := g.Decision
-	d.Limit = le.limit
-	d.Remaining = min(le.capacity, d.Remaining+le.tokens)
-	return d, nil
+	return l.await(ctx, le, req, done)
 }
 
 // request is a lease request for le: cost n and extra tokens, with what
@@ -461,22 +570,7 @@ func (l *Limiter) refillLater(le *lease) {
 	if !ok {
 		return
 	}
-	req := l.request(le, 0, le.size)
-	go func() {
-		defer done()
-		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-		defer cancel()
-		sent := time.Now()
-		g, err := l.leaser.Lease(ctx, req)
-		le.mu.Lock()
-		defer le.mu.Unlock()
-		if err != nil {
-			le.round++
-			le.denial = nil // the next call asks itself, and sees the error
-			return
-		}
-		l.apply(le, req, g, sent)
-	}()
+	l.ask(&pending{le: le, req: l.request(le, 0, le.size), done: done})
 }
 
 // releaseLocked gives le's reservation back in the background, with its

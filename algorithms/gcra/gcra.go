@@ -119,4 +119,10 @@ func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, h
 	return l.core.Release(ctx, key, limit, holder, unspent)
 }
 
+// LeaseBatch runs many lease requests, each on a key of its own, in one
+// script call; the lease decorator sends its refills so.
+func (l *Limiter) LeaseBatch(ctx context.Context, reqs []sluice.LeaseRequest) ([]sluice.LeaseResult, error) {
+	return l.core.LeaseBatch(ctx, reqs)
+}
+
 var _ sluice.Leaser = (*Limiter)(nil)

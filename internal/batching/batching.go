@@ -1,8 +1,9 @@
-// Package batching sends decisions to a [sluice.BatchLimiter] in as few
-// batches as the store takes, and gives every request its own answer. The
-// decorators that batch (coalesce, for concurrent callers; lease, for its
-// refills) share it, so that both treat a bad request, a failed batch and
-// a Redis Cluster the same way.
+// Package batching sends decisions (to a [sluice.BatchLimiter]) and lease
+// requests (to a bucket algorithm's LeaseBatch) in as few batches as the
+// store takes, and gives every request its own answer. The decorators that
+// batch (coalesce and shard, for decisions; lease, for its refills) share
+// it, so that all treat a bad request, a failed batch and a Redis Cluster
+// the same way.
 //
 // A batch is refused before anything is decided when one request is
 // invalid ([sluice.RequestError]) or when its keys span Cluster slots
@@ -31,38 +32,79 @@ type Next interface {
 	sluice.BatchLimiter
 }
 
-// Sender sends requests to one limiter. It is safe for concurrent use.
-type Sender struct {
-	next  Next
+// LeaseNext is what a LeaseSender sends to: a limiter that leases for one
+// key and for many in one call, as the bucket algorithms do.
+type LeaseNext interface {
+	sluice.Leaser
+	LeaseBatch(ctx context.Context, reqs []sluice.LeaseRequest) ([]sluice.LeaseResult, error)
+}
+
+// Batcher sends requests of type Q, each answered by an R, alone or in
+// batches. It is safe for concurrent use.
+type Batcher[Q, R any] struct {
+	one  func(context.Context, Q) R
+	many func(context.Context, []Q) ([]R, error)
+	key  func(Q) string // the request's Redis key, for its hash tag
+	fail func(error) R  // the answer of a request that got none
+
 	byTag atomic.Bool
 
 	batches, batched atomic.Int64
 }
 
+// Sender sends decisions to one limiter.
+type Sender = Batcher[sluice.Request, sluice.Result]
+
+// LeaseSender sends lease requests to one limiter.
+type LeaseSender = Batcher[sluice.LeaseRequest, sluice.LeaseResult]
+
 // NewSender returns a Sender to next. With byTag, only keys with the same
 // hash tag share a batch from the start (a go-redis Ring, which reports no
 // CROSSSLOT); a Cluster is detected without it.
 func NewSender(next Next, byTag bool) *Sender {
-	s := &Sender{next: next}
+	s := &Sender{
+		one: func(ctx context.Context, r sluice.Request) sluice.Result {
+			d, err := next.AllowN(ctx, r.Key, r.Limit, r.N)
+			return sluice.Result{Decision: d, Err: err}
+		},
+		many: next.AllowBatch,
+		key:  func(r sluice.Request) string { return r.Key },
+		fail: func(err error) sluice.Result { return sluice.Result{Err: err} },
+	}
+	s.byTag.Store(byTag)
+	return s
+}
+
+// NewLeaseSender returns a LeaseSender to next, batching as NewSender's.
+func NewLeaseSender(next LeaseNext, byTag bool) *LeaseSender {
+	s := &LeaseSender{
+		one: func(ctx context.Context, r sluice.LeaseRequest) sluice.LeaseResult {
+			g, err := next.Lease(ctx, r)
+			return sluice.LeaseResult{Grant: g, Err: err}
+		},
+		many: next.LeaseBatch,
+		key:  func(r sluice.LeaseRequest) string { return r.Key },
+		fail: func(err error) sluice.LeaseResult { return sluice.LeaseResult{Err: err} },
+	}
 	s.byTag.Store(byTag)
 	return s
 }
 
 // ByTag reports whether batches are grouped by hash tag: asked for, or
 // since a batch met a Cluster.
-func (s *Sender) ByTag() bool { return s.byTag.Load() }
+func (s *Batcher[Q, R]) ByTag() bool { return s.byTag.Load() }
 
-// Counts returns the batches sent (AllowBatch calls that were not refused
-// before running) and the requests they carried.
-func (s *Sender) Counts() (batches, requests int64) {
+// Counts returns the batches sent (calls that were not refused before
+// running) and the requests they carried.
+func (s *Batcher[Q, R]) Counts() (batches, requests int64) {
 	return s.batches.Load(), s.batched.Load()
 }
 
 // Decide decides every request of reqs (1 to [sluice.MaxBatch]) and sets
 // results[i], which must be as long as reqs, to request i's answer. A
-// group of one is decided with AllowN. Grouped by tag, the groups go at
-// the same time (up to 16), each from a goroutine of its own.
-func (s *Sender) Decide(ctx context.Context, reqs []sluice.Request, results []sluice.Result) {
+// group of one is sent alone. Grouped by tag, the groups go at the same
+// time (up to 16), each from a goroutine of its own.
+func (s *Batcher[Q, R]) Decide(ctx context.Context, reqs []Q, results []R) {
 	if len(results) != len(reqs) {
 		panic(fmt.Sprintf("batching: %d results for %d requests", len(results), len(reqs)))
 	}
@@ -74,7 +116,7 @@ func (s *Sender) Decide(ctx context.Context, reqs []sluice.Request, results []sl
 		s.decide(ctx, reqs, results, at)
 		return
 	}
-	s.decideGroups(ctx, reqs, results, groupByTag(reqs, at))
+	s.decideGroups(ctx, reqs, results, s.groupByTag(reqs, at))
 }
 
 // maxConcurrentGroups bounds the groups of one Decide sent at once: on a
@@ -84,7 +126,7 @@ const maxConcurrentGroups = 16
 
 // decideGroups decides each group (disjoint positions of reqs), up to
 // maxConcurrentGroups at once.
-func (s *Sender) decideGroups(ctx context.Context, reqs []sluice.Request, results []sluice.Result, groups [][]int) {
+func (s *Batcher[Q, R]) decideGroups(ctx context.Context, reqs []Q, results []R, groups [][]int) {
 	if len(groups) == 1 {
 		s.decide(ctx, reqs, results, groups[0])
 		return
@@ -112,20 +154,19 @@ func (s *Sender) decideGroups(ctx context.Context, reqs []sluice.Request, result
 }
 
 // decide decides the requests at the positions at (in order) of reqs.
-func (s *Sender) decide(ctx context.Context, reqs []sluice.Request, results []sluice.Result, at []int) {
+func (s *Batcher[Q, R]) decide(ctx context.Context, reqs []Q, results []R, at []int) {
 	if len(at) == 1 {
-		r := reqs[at[0]]
-		results[at[0]].Decision, results[at[0]].Err = s.next.AllowN(ctx, r.Key, r.Limit, r.N)
+		results[at[0]] = s.one(ctx, reqs[at[0]])
 		return
 	}
 	group := reqs // at is in order, so a group as long as reqs is all of it
 	if len(at) != len(reqs) {
-		group = make([]sluice.Request, len(at))
+		group = make([]Q, len(at))
 		for i, j := range at {
 			group[i] = reqs[j]
 		}
 	}
-	out, err := s.next.AllowBatch(ctx, group)
+	out, err := s.many(ctx, group)
 	if err == nil && len(out) != len(at) {
 		err = fmt.Errorf("%w: %d results for %d requests", sluice.ErrUnexpectedReply, len(out), len(at))
 	}
@@ -138,32 +179,32 @@ func (s *Sender) decide(ctx context.Context, reqs []sluice.Request, results []sl
 		}
 	case errors.As(err, &reqErr) && reqErr.Index >= 0 && reqErr.Index < len(at):
 		// Refused before sending: that request alone is invalid.
-		results[at[reqErr.Index]] = sluice.Result{Err: reqErr.Err}
+		results[at[reqErr.Index]] = s.fail(reqErr.Err)
 		s.decide(ctx, reqs, results, append(at[:reqErr.Index:reqErr.Index], at[reqErr.Index+1:]...))
-	case errors.Is(err, sluice.ErrCrossSlot) && len(groupByTag(reqs, at)) > 1:
+	case errors.Is(err, sluice.ErrCrossSlot) && len(s.groupByTag(reqs, at)) > 1:
 		// Refused before running: a Cluster. Group by tag from now on.
 		s.byTag.Store(true)
-		s.decideGroups(ctx, reqs, results, groupByTag(reqs, at))
+		s.decideGroups(ctx, reqs, results, s.groupByTag(reqs, at))
 	default:
 		s.count(len(at))
 		for _, j := range at {
-			results[j] = sluice.Result{Err: err}
+			results[j] = s.fail(err)
 		}
 	}
 }
 
-func (s *Sender) count(requests int) {
+func (s *Batcher[Q, R]) count(requests int) {
 	s.batches.Add(1)
 	s.batched.Add(int64(requests))
 }
 
 // groupByTag splits the positions at into groups whose keys may share a
 // batch (the same hash tag), keeping order. A key without a tag is alone.
-func groupByTag(reqs []sluice.Request, at []int) [][]int {
+func (s *Batcher[Q, R]) groupByTag(reqs []Q, at []int) [][]int {
 	var groups [][]int
 	index := map[string]int{}
 	for _, j := range at {
-		tag := HashTag(reqs[j].Key)
+		tag := HashTag(s.key(reqs[j]))
 		if i, ok := index[tag]; ok && tag != "" {
 			groups[i] = append(groups[i], j)
 			continue

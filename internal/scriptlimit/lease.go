@@ -12,14 +12,23 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-//go:embed lease.lua
-var leaseSource string
+var (
+	//go:embed lease.lua
+	leaseSource string
+	//go:embed lease_single.lua
+	leaseSingleSource string
+	//go:embed lease_batch.lua
+	leaseBatchSource string
+)
 
 // LeaseScript leases from a bucket algorithm's state (the token bucket's
 // and GCRA's, which both hold one integer: the time the bucket is full
 // again). KEYS are the state key and its ledger key (LedgerKey); see
 // lease.lua for the arguments and the reply.
-var LeaseScript = sluice.NewScript(lib+leaseSource, leaseModel)
+var LeaseScript = sluice.NewScript(lib+leaseSource+leaseSingleSource, leaseModel)
+
+// LeaseBatchScript runs many lease operations in one call (lease_batch.lua).
+var LeaseBatchScript = sluice.NewScript(lib+leaseSource+leaseBatchSource, leaseBatchModel)
 
 // Lease script operations (ARGV[5]).
 const (
@@ -68,16 +77,58 @@ const (
 	leaseTTLMargin = 1000 // ms, as the decision scripts'
 )
 
-// leaseModel is lease.lua's Go twin: the same checks in the same order, the
-// same decision and the same writes.
+// leaseModel is lease_single.lua's Go twin.
 func leaseModel(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
-	if len(keys) != 2 || keys[0] == "" || keys[1] == "" {
+	if len(keys) != 2 {
 		return nil, errModelLeaseKeys
 	}
 	if len(args) != 9 && len(args) != 10 {
 		return nil, errModelLeaseArgs
 	}
-	key, ledgerKey := keys[0], keys[1]
+	now := tx.NowMicros()
+	if len(args) == 10 {
+		if now = args[9]; now < 0 || now > MaxNowMicros {
+			return nil, ErrModelInvalidNow
+		}
+	}
+	return leaseOp(tx, keys[0], keys[1], args[:9], now)
+}
+
+var errModelLeaseBatch = errors.New("SLUICE_INVALID_KEY a state key and a ledger key per operation expected (1 to 256)")
+
+// leaseBatchModel is lease_batch.lua's Go twin.
+func leaseBatchModel(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	m := len(keys) / 2
+	if m < 1 || m > MaxBatch || len(keys)%2 != 0 {
+		return nil, errModelLeaseBatch
+	}
+	if len(args) != 9*m && len(args) != 9*m+1 {
+		return nil, errors.New("SLUICE_INVALID_LIMIT 9 arguments per operation expected")
+	}
+	now := tx.NowMicros()
+	if len(args) == 9*m+1 {
+		if now = args[9*m]; now < 0 || now > MaxNowMicros {
+			return nil, ErrModelInvalidNow
+		}
+	}
+	out := make([]int64, 0, 7*m)
+	for i := range m {
+		reply, err := leaseOp(tx, keys[2*i], keys[2*i+1], args[9*i:9*i+9], now)
+		if err != nil {
+			out = append(out, -1, int64(batchErrorCode(err.Error())), 0, 0, 0, 0, 0)
+			continue
+		}
+		out = append(out, reply...)
+	}
+	return out, nil
+}
+
+// leaseOp is lease.lua's lease_op: the same checks in the same order, the
+// same decision and the same writes.
+func leaseOp(tx sluice.LocalTx, key, ledgerKey string, args []int64, now int64) ([]int64, error) {
+	if key == "" || ledgerKey == "" {
+		return nil, errModelLeaseKeys
+	}
 	rate, periodUs, burst := args[0], args[1], args[2]
 	if periodUs < 1000 || periodUs > maxPeriodUs || rate < 1 || rate > min(periodUs, maxRateBurst) || burst < 1 || burst > maxRateBurst {
 		return nil, ErrModelInvalidLimit
@@ -91,13 +142,6 @@ func leaseModel(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error)
 		return nil, errModelHolder
 	}
 	holder := strconv.FormatInt(args[8], 10)
-	now := tx.NowMicros()
-	if len(args) == 10 {
-		now = args[9]
-		if now < 0 || now > MaxNowMicros {
-			return nil, ErrModelInvalidNow
-		}
-	}
 	interval := (periodUs + rate - 1) / rate
 	if (interval*rate-periodUs)*100 > periodUs {
 		return nil, errModelInterval
@@ -239,22 +283,82 @@ func leaseModel(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error)
 
 // Lease serves [sluice.Leaser] for a bucket algorithm (Spec.Leases).
 func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
-	if !l.spec.Leases {
-		return sluice.Grant{}, fmt.Errorf("%s: %w: the algorithm cannot lease", l.spec.Name, sluice.ErrUnsupported)
-	}
-	if err := l.check(req.Key, req.Limit); err != nil {
+	if err := l.checkLease(req); err != nil {
 		return sluice.Grant{}, err
-	}
-	if err := l.validateCost(req.Limit, req.Cost); err != nil {
-		return sluice.Grant{}, err
-	}
-	if err := checkLeaseRequest(req); err != nil {
-		return sluice.Grant{}, fmt.Errorf("%s: %w", l.spec.Name, err)
 	}
 	reply, err := l.runLease(ctx, req.Key, req.Limit, req.Cost, leaseTake, req.Extra, req.Held, req.Hold.Microseconds(), req.Holder)
 	if err != nil {
 		return sluice.Grant{}, err
 	}
+	return l.parseGrant(reply, req)
+}
+
+// LeaseBatch runs up to [sluice.MaxBatch] lease requests, each on a key of
+// its own, in one script call at one instant; the lease decorator sends
+// its refills so. A bad request fails the whole call before anything is
+// sent ([sluice.RequestError]). On Redis Cluster all the keys must share a
+// slot; the caller groups them.
+func (l *Limiter) LeaseBatch(ctx context.Context, reqs []sluice.LeaseRequest) ([]sluice.LeaseResult, error) {
+	if len(reqs) == 0 || len(reqs) > MaxBatch {
+		return nil, fmt.Errorf("%s: %w: a batch holds 1 to %d requests, got %d", l.spec.Name, sluice.ErrInvalidCost, MaxBatch, len(reqs))
+	}
+	keys := make([]string, 0, 2*len(reqs))
+	args := make([]int64, 0, 9*len(reqs)+1)
+	seen := make(map[string]bool, len(reqs))
+	for i, r := range reqs {
+		if err := l.checkLease(r); err != nil {
+			return nil, &sluice.RequestError{Index: i, Err: err}
+		}
+		if seen[r.Key] {
+			return nil, &sluice.RequestError{Index: i, Err: fmt.Errorf("%s: %w: key %q appears twice in a lease batch", l.spec.Name, sluice.ErrInvalidKey, r.Key)}
+		}
+		seen[r.Key] = true
+		stateKey := r.Key + l.spec.KeySuffix
+		keys = append(keys, stateKey, LedgerKey(stateKey))
+		args = append(args, r.Limit.Rate, r.Limit.PeriodMicros(), r.Limit.Burst, r.Cost, leaseTake, r.Extra, r.Held, r.Hold.Microseconds(), r.Holder)
+	}
+	args, err := l.appendNow(args)
+	if err != nil {
+		return nil, err
+	}
+	reply, err := l.store.Run(ctx, LeaseBatchScript, keys, args)
+	if err != nil {
+		return nil, fmt.Errorf("%s: lease: %w", l.spec.Name, sluice.ScriptError(err))
+	}
+	if len(reply) != 7*len(reqs) {
+		return nil, fmt.Errorf("%s: %w: %d values for %d requests", l.spec.Name, sluice.ErrUnexpectedReply, len(reply), len(reqs))
+	}
+	results := make([]sluice.LeaseResult, len(reqs))
+	for i, r := range reqs {
+		one := reply[7*i : 7*i+7]
+		if one[0] == -1 {
+			results[i].Err = fmt.Errorf("request %d: %w", i, l.batchError(one[1]))
+			continue
+		}
+		results[i].Grant, results[i].Err = l.parseGrant(one, r)
+	}
+	return results, nil
+}
+
+// checkLease validates a lease request as Lease does.
+func (l *Limiter) checkLease(req sluice.LeaseRequest) error {
+	if !l.spec.Leases {
+		return fmt.Errorf("%s: %w: the algorithm cannot lease", l.spec.Name, sluice.ErrUnsupported)
+	}
+	if err := l.check(req.Key, req.Limit); err != nil {
+		return err
+	}
+	if err := l.validateCost(req.Limit, req.Cost); err != nil {
+		return err
+	}
+	if err := req.CheckLeaseFields(); err != nil {
+		return fmt.Errorf("%s: %w", l.spec.Name, err)
+	}
+	return nil
+}
+
+// parseGrant turns a lease reply into a Grant, checking its shape.
+func (l *Limiter) parseGrant(reply []int64, req sluice.LeaseRequest) (sluice.Grant, error) {
 	d, err := l.parseReply(reply[:4], req.Limit)
 	if err != nil {
 		return sluice.Grant{}, err
@@ -293,22 +397,6 @@ func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, h
 		return sluice.Decision{}, fmt.Errorf("%s: %w: %v", l.spec.Name, sluice.ErrUnexpectedReply, reply)
 	}
 	return d, nil
-}
-
-// checkLeaseRequest checks what a lease adds to a request.
-func checkLeaseRequest(req sluice.LeaseRequest) error {
-	switch {
-	case req.Holder < 1:
-		return fmt.Errorf("%w: a lease holder must be positive, got %d", sluice.ErrInvalidCost, req.Holder)
-	case req.Extra < 0 || req.Extra > maxRateBurst:
-		return fmt.Errorf("%w: a lease's extra tokens must be 0 to 1e12, got %d", sluice.ErrInvalidCost, req.Extra)
-	case req.Held < 0 || req.Held > maxRateBurst:
-		return fmt.Errorf("%w: a lease's held tokens must be 0 to 1e12, got %d", sluice.ErrInvalidCost, req.Held)
-	case req.Hold < sluice.MinLeaseHold || req.Hold > sluice.MaxLeaseHold || req.Hold%time.Millisecond != 0:
-		return fmt.Errorf("%w: a lease's hold must be whole milliseconds from %s to %s, got %s",
-			sluice.ErrInvalidLimit, sluice.MinLeaseHold, sluice.MaxLeaseHold, req.Hold)
-	}
-	return nil
 }
 
 func (l *Limiter) runLease(ctx context.Context, key string, limit sluice.Limit, cost, op, extra, held, holdUs, holder int64) ([]int64, error) {

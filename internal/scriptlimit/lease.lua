@@ -15,6 +15,7 @@
 -- release) stops counting gradually: from its expiry the bucket refills
 -- into it at the limit's rate, as if its tokens had been spent then.
 --
+-- The single script (lease_single.lua after this) takes one operation:
 -- KEYS[1]  the state key (as the decision script's)
 -- KEYS[2]  the ledger key, in the same slot
 -- ARGV[1..3] rate, period_us, burst, as the prelude checks them
@@ -28,61 +29,53 @@
 -- ARGV[8]  hold_us: op 1, how long the reservation lasts, 1000..3600000000
 -- ARGV[9]  holder: a positive decimal integer of at most 19 digits
 -- ARGV[10] now_us, optional (client clock), else TIME
+-- The batch script (lease_batch.lua) takes m of them, for m key pairs:
+-- ARGV[9i+1 .. 9i+9] is operation i's, and ARGV[9m+1] the optional now.
 --
 -- Reply: {allowed, remaining, retry_after_us, reset_after_us, granted,
 -- expires_us, reserved}: granted is the extra tokens granted, reserved the
 -- holder's reservation now and expires_us how long it lasts (0: none).
 -- Errors, before any write: SLUICE_INVALID_KEY, SLUICE_INVALID_LIMIT,
 -- SLUICE_INVALID_COST, SLUICE_COST_EXCEEDS_BURST, SLUICE_INVALID_STATE.
--- Keep in step with lease.go (leaseModel).
+-- Keep in step with lease.go (leaseOp).
 
 local TTL_MARGIN_MS = 1000
 
-local key, ledger = KEYS[1], KEYS[2]
-if #KEYS ~= 2 or key == '' or ledger == '' then
-  return redis.error_reply('SLUICE_INVALID_KEY a state key and a ledger key expected')
+-- lease_op runs one operation on key and ledger, its arguments at
+-- ARGV[b + 1 .. b + 9], at now; it returns the reply, or nil and an error
+-- message, before any write of its own.
+local function lease_op(key, ledger, b, now)
+if key == '' or ledger == '' then
+  return nil, 'SLUICE_INVALID_KEY a state key and a ledger key expected'
 end
-if #ARGV ~= 9 and #ARGV ~= 10 then
-  return redis.error_reply('SLUICE_INVALID_LIMIT 9 or 10 arguments expected')
-end
-local period_us = int_arg(2, 1000, 31622400000000)
-local rate = int_arg(1, 1, math.min(period_us or 0, 1e12))
-local burst = int_arg(3, 1, 1e12)
+local period_us = int_arg(b + 2, 1000, 31622400000000)
+local rate = int_arg(b + 1, 1, math.min(period_us or 0, 1e12))
+local burst = int_arg(b + 3, 1, 1e12)
 if rate == nil or period_us == nil or burst == nil then
-  return redis.error_reply('SLUICE_INVALID_LIMIT rate, period_us and burst must be integers in range')
+  return nil, 'SLUICE_INVALID_LIMIT rate, period_us and burst must be integers in range'
 end
-local op = int_arg(5, 1, 2)
-local cost = int_arg(4, 0, 1e12)
-local extra = int_arg(6, 0, 1e12)
-local held = int_arg(7, 0, 1e12)
-local hold_us = int_arg(8, 1000, 3600000000)
+local op = int_arg(b + 5, 1, 2)
+local cost = int_arg(b + 4, 0, 1e12)
+local extra = int_arg(b + 6, 0, 1e12)
+local held = int_arg(b + 7, 0, 1e12)
+local hold_us = int_arg(b + 8, 1000, 3600000000)
 if op == nil or cost == nil or extra == nil or held == nil or hold_us == nil then
-  return redis.error_reply('SLUICE_INVALID_COST op, cost, extra, held and hold_us must be integers in range')
+  return nil, 'SLUICE_INVALID_COST op, cost, extra, held and hold_us must be integers in range'
 end
-local holder = ARGV[9]
+local holder = ARGV[b + 9]
 if #holder > 19 or not string.match(holder, '^[1-9]%d*$') then
-  return redis.error_reply('SLUICE_INVALID_COST holder must be a positive integer')
-end
-local now
-if ARGV[10] == nil then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = int_arg(10, 0, MAX_NOW_US)
-end
-if now == nil then
-  return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
+  return nil, 'SLUICE_INVALID_COST holder must be a positive integer'
 end
 
 local interval = math.ceil(period_us / rate)
 if (interval * rate - period_us) * 100 > period_us then
-  return redis.error_reply('SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds')
+  return nil, ('SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds')
 end
 if interval > MAX_FILL_US / burst then
-  return redis.error_reply('SLUICE_INVALID_LIMIT burst x period / rate is too long')
+  return nil, ('SLUICE_INVALID_LIMIT burst x period / rate is too long')
 end
 if op == 1 and cost > burst then
-  return redis.error_reply('SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed')
+  return nil, ('SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed')
 end
 local tolerance = burst * interval
 
@@ -91,7 +84,7 @@ local stored = redis.call('GET', key)
 if stored then
   local tat = tonumber(stored)
   if tat == nil or tat ~= math.floor(tat) or tat < 0 or tat > MAX_NOW_US + MAX_FILL_US then
-    return redis.error_reply('SLUICE_INVALID_STATE key does not hold a bucket')
+    return nil, ('SLUICE_INVALID_STATE key does not hold a bucket')
   end
   deficit = math.max(tat - now, 0)
 end
@@ -104,7 +97,7 @@ for i = 1, #entries, 2 do
   local r, e = string.match(entries[i + 1], '^(%d+):(%d+)$')
   r, e = tonumber(r), tonumber(e)
   if r == nil or e == nil or r > 1e12 or e > MAX_NOW_US + 3600000000 then
-    return redis.error_reply('SLUICE_INVALID_STATE ledger does not hold leases')
+    return nil, ('SLUICE_INVALID_STATE ledger does not hold leases')
   end
   local n = #res + 1
   res[n], exp[n], fields[n] = r, e, entries[i]
@@ -230,3 +223,4 @@ if reserve > 0 then
   expires = reserve_exp - now
 end
 return {allowed, remaining, retry_after, deficit, granted, expires, reserve}
+end
