@@ -1,8 +1,10 @@
 package scriptlimit_test
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -252,6 +254,55 @@ func FuzzLeaseScriptMatchesModel(f *testing.F) {
 					require.Equal(t, replies[0], replies[j], "%s call %d on %s at %s", name, i/8, stores[j].Name, clock.Now())
 				}
 			}
+		}
+	})
+}
+
+// batchLeaser leases in batches, as the bucket algorithms do.
+type batchLeaser interface {
+	leaser
+	LeaseBatch(ctx context.Context, reqs []sluice.LeaseRequest) ([]sluice.LeaseResult, error)
+}
+
+// FuzzLeaseBatchMatchesSingles: a batch of lease requests on distinct keys
+// answers each exactly as the request alone would at the same instant, on
+// the Go twin, miniredis and a real redis-server, and a bad request fails
+// the whole batch before anything is sent.
+func FuzzLeaseBatchMatchesSingles(f *testing.F) {
+	f.Add([]byte{3, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Add([]byte("batches of leases, refills and peeks over a few keys at once"))
+	real := sluicetest.SharedRedis(f)
+	limit := sluice.Limit{Rate: 10, Period: time.Second, Burst: 30}
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		clock := sluicetest.NewFakeClock(sluicetest.Epoch)
+		for _, tier := range []sluicetest.Tier{sluicetest.MemTier(t), sluicetest.MiniredisTier(t), sluicetest.GoRedisTier(t, real)} {
+			l := newLeasers(t, tier.Store, clock)["tokenbucket"].(batchLeaser)
+			base := sluicetest.UniqueKey(t)
+			for i := 0; i+4 <= len(ops) && i < 4*40; i += 4 {
+				clock.Advance(time.Duration(ops[i]) * 3 * time.Millisecond)
+				n := 1 + int(ops[i+1])%6
+				var batch, singles []sluice.LeaseRequest
+				for j := range n {
+					r := sluice.LeaseRequest{Limit: limit, Holder: 1 + int64(ops[i+2]>>j&1),
+						Cost: int64(ops[i+3]>>j) % 4, Extra: int64(ops[i+2]+byte(j)) % 12, Held: int64(j % 3), Hold: 200 * time.Millisecond}
+					r.Key = sluice.Key(base, "b", fmt.Sprint(j))
+					batch = append(batch, r)
+					r.Key = sluice.Key(base, "s", fmt.Sprint(j))
+					singles = append(singles, r)
+				}
+				got, err := l.LeaseBatch(t.Context(), batch)
+				require.NoError(t, err)
+				for j, r := range singles {
+					g, err := l.Lease(t.Context(), r)
+					require.Equal(t, err == nil, got[j].Err == nil, "%s op %d request %d: %v / %v", tier.Name, i/4, j, err, got[j].Err)
+					require.Equal(t, g, got[j].Grant, "%s op %d request %d", tier.Name, i/4, j)
+				}
+			}
+			bad := []sluice.LeaseRequest{{Key: sluice.Key(base, "x"), Limit: limit, Holder: 1, Hold: time.Second}, {Key: sluice.Key(base, "y"), Limit: limit, Holder: 0, Hold: time.Second}}
+			_, err := l.LeaseBatch(t.Context(), bad)
+			var reqErr *sluice.RequestError
+			require.ErrorAs(t, err, &reqErr)
+			require.Equal(t, 1, reqErr.Index)
 		}
 	})
 }
