@@ -1,9 +1,22 @@
 package sluice_test
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/fallback"
+	"github.com/sluicehq/sluice/lease"
+	"github.com/sluicehq/sluice/shard"
+	"github.com/sluicehq/sluice/sluiceotel"
+	"github.com/sluicehq/sluice/store/embedded"
+	"github.com/sluicehq/sluice/store/memstore"
 )
 
 func ExampleKey() {
@@ -22,4 +35,151 @@ func ExampleLimit_Validate() {
 	// Output:
 	// <nil>
 	// sluice: invalid limit 0/1ns burst 0: rate must be at least 1
+}
+
+// The production stack for a busy API: the token bucket on Redis, leased
+// so that most decisions are local, behind a fallback for when Redis
+// fails, recorded in OpenTelemetry. Each layer serves what the one it
+// wraps serves, but the lease layer does not lease to those above it.
+func Example_stackBusyAPI() {
+	ctx := context.Background()
+	store, err := embedded.Start() // in production: goredisstore.New(client) or rueidisstore.New(client)
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	tb, err := tokenbucket.New(store)
+	if err != nil {
+		panic(err)
+	}
+	leased, err := lease.New(tb) // B = lease.DefaultBatch, 100
+	if err != nil {
+		panic(err)
+	}
+	defer leased.Close() // gives back the unspent tokens
+	guarded, err := fallback.New(leased,
+		fallback.WithPolicy(fallback.Open()), // the default; Closed and Local are the others
+		// The time budget of a store call. DefaultTimeout, 50 ms, suits a
+		// healthy Redis; the example gives more, so that a loaded test
+		// machine cannot make it fall back.
+		fallback.WithTimeout(time.Second))
+	if err != nil {
+		panic(err)
+	}
+	reader := sdkmetric.NewManualReader() // to print the metrics; an application sets its providers once, globally
+	limiter, err := sluiceotel.New(guarded,
+		sluiceotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		sluiceotel.WithAlgorithm("tokenbucket"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("token bucket:", sluice.CapabilitiesOf(tb))
+	fmt.Println("stack:       ", sluice.CapabilitiesOf(limiter))
+
+	limit := sluice.PerSecond(1000)
+	var allowed, estimated int
+	for range 500 {
+		d, err := limiter.AllowN(ctx, sluice.Key("tenant:42", "api"), limit, 1)
+		if err != nil {
+			panic(err)
+		}
+		if d.Allowed {
+			allowed++
+		}
+		if d.Estimated { // decided from the lease
+			estimated++
+		}
+	}
+	fmt.Printf("%d allowed, %d estimated, fewer than 1 store call in 20: %v\n",
+		allowed, estimated, leased.Stats().Requests < 500/20)
+
+	// Redis goes away: a key without a lease cannot get one, and the
+	// fallback policy decides.
+	store.Close()
+	d, err := limiter.AllowN(ctx, sluice.Key("tenant:43", "api"), limit, 1)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("allowed=%v source=%s degraded=%v\n", d.Allowed, d.Source, d.Degraded())
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		panic(err)
+	}
+	var counts []string
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+				for _, p := range sum.DataPoints {
+					source, _ := p.Attributes.Value("sluice.source")
+					counts = append(counts, fmt.Sprintf("%s{source=%s} %d", m.Name, source.String(), p.Value))
+				}
+			}
+		}
+	}
+	slices.Sort(counts)
+	for _, c := range counts {
+		fmt.Println(c)
+	}
+	// Output:
+	// token bucket: refund|reset|batch|bound|lease
+	// stack:        refund|reset|batch|bound
+	// 500 allowed, 500 estimated, fewer than 1 store call in 20: true
+	// allowed=true source=fallback-open degraded=true
+	// sluice.decisions.degraded{source=fallback-open} 1
+	// sluice.decisions{source=fallback-open} 1
+	// sluice.decisions{source=store} 500
+}
+
+// A hot tenant on Redis Cluster: its keys are sharded over four sub-keys
+// in four parts of the slot range, every process leases from one share,
+// and a fallback guards the stack. Other tenants' keys are not sharded.
+// There is no coalesce layer: under the lease decorator it would only pass
+// Lease and Release on (it batches AllowN calls alone), and above it the
+// decisions are local already.
+func Example_stackHotTenant() {
+	ctx := context.Background()
+	tb, err := tokenbucket.New(memstore.New()) // in production: a store on a redis.ClusterClient
+	if err != nil {
+		panic(err)
+	}
+	sharded, err := shard.New(tb, shard.WithHotKeys("tenant:42"))
+	if err != nil {
+		panic(err)
+	}
+	leased, err := lease.New(sharded, lease.WithBatch(10))
+	if err != nil {
+		panic(err)
+	}
+	defer leased.Close()
+	limiter, err := fallback.New(leased)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("shard:", sluice.CapabilitiesOf(sharded))
+	fmt.Println("stack:", sluice.CapabilitiesOf(limiter))
+
+	limit := sluice.PerSecond(400) // a share: 100 per second
+	for _, key := range []string{sluice.Key("tenant:42", "api"), sluice.Key("tenant:43", "api")} {
+		for range 3 {
+			d, err := limiter.AllowN(ctx, key, limit, 1)
+			if err != nil {
+				panic(err)
+			}
+			fmt.Printf("%s sharded=%-5v allowed=%v estimated=%v limit=%s\n", key, sharded.Sharded(key), d.Allowed, d.Estimated, d.Limit)
+		}
+	}
+	// Per key, the first decision took a lease and the second asked for
+	// the next in the background; the rest were local.
+	fmt.Println("store calls:", leased.Stats().Requests)
+	// Output:
+	// shard: refund|reset|batch|bound|lease
+	// stack: refund|reset|batch|bound
+	// rl:{tenant:42}:api sharded=true  allowed=true estimated=true limit=400/1s burst 400
+	// rl:{tenant:42}:api sharded=true  allowed=true estimated=true limit=400/1s burst 400
+	// rl:{tenant:42}:api sharded=true  allowed=true estimated=true limit=400/1s burst 400
+	// rl:{tenant:43}:api sharded=false allowed=true estimated=true limit=400/1s burst 400
+	// rl:{tenant:43}:api sharded=false allowed=true estimated=true limit=400/1s burst 400
+	// rl:{tenant:43}:api sharded=false allowed=true estimated=true limit=400/1s burst 400
+	// store calls: 4
 }

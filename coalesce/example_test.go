@@ -3,10 +3,13 @@ package coalesce_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/coalesce"
+	"github.com/sluicehq/sluice/store/embedded"
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
@@ -32,4 +35,71 @@ func Example() {
 	// true 1
 	// true 0
 	// false 0
+}
+
+// Many goroutines on one key: however their calls are batched (that
+// depends on timing), each is decided exactly as alone, so exactly the
+// burst is allowed.
+func Example_concurrent() {
+	store, err := embedded.Start() // the Lua script, on an in-process Redis
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	tb, err := tokenbucket.New(store)
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := coalesce.New(tb, coalesce.WithMaxInFlight(2))
+	if err != nil {
+		panic(err)
+	}
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Go(func() {
+			d, err := limiter.AllowN(context.Background(), sluice.Key("tenant:42", "api"), sluice.PerHour(60), 1)
+			if err != nil {
+				panic(err)
+			}
+			if d.Allowed {
+				allowed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Println("calls:", limiter.Stats().Calls, "allowed:", allowed.Load())
+	// Output:
+	// calls: 100 allowed: 60
+}
+
+// Refunds, resets, capacities and leases go straight to the wrapped
+// limiter: the decorator serves every capability it serves.
+func Example_refund() {
+	ctx := context.Background()
+	tb, err := tokenbucket.New(memstore.New())
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := coalesce.New(tb)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(sluice.CapabilitiesOf(limiter), sluice.Supports(limiter, sluice.CanRefund))
+
+	key, limit := sluice.Key("tenant:42", "export"), sluice.PerMinute(10)
+	d, err := limiter.AllowN(ctx, key, limit, 5) // an estimated cost
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("remaining:", d.Remaining)
+	d, err = limiter.Refund(ctx, key, limit, 3) // the request used 2
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("after the refund:", d.Remaining)
+	// Output:
+	// refund|reset|batch|bound|lease true
+	// remaining: 5
+	// after the refund: 8
 }

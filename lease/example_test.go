@@ -1,0 +1,70 @@
+package lease_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/lease"
+	"github.com/sluicehq/sluice/store/memstore"
+)
+
+// The first request of a key takes a lease of B tokens with it; the next
+// ones are spent from the lease without a call to the store, their
+// Remaining an estimate of the shared limit (Estimated). Close gives back
+// what was not spent.
+func Example() {
+	ctx := context.Background()
+	tb, err := tokenbucket.New(memstore.New()) // in production: a Redis store
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := lease.New(tb, lease.WithBatch(10)) // B = 10
+	if err != nil {
+		panic(err)
+	}
+	key := sluice.Key("tenant:42", "api")
+	limit := sluice.PerMinute(20)
+
+	for range 5 {
+		d, err := limiter.AllowN(ctx, key, limit, 1)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("allowed=%v remaining=%d estimated=%v\n", d.Allowed, d.Remaining, d.Estimated)
+	}
+	// One call to the store for five decisions: the first, which took the
+	// lease. The process holds what is left of it.
+	fmt.Println("requests:", limiter.Stats().Requests, "held:", limiter.Held(key))
+
+	// Refunds go back into the lease, up to what it has spent.
+	fmt.Println("refund:", sluice.Supports(limiter, sluice.CanRefund))
+	if _, err := limiter.Refund(ctx, key, limit, 2); err != nil {
+		panic(err)
+	}
+	fmt.Println("held after a refund of 2:", limiter.Held(key))
+
+	// A lease.Limiter serves what the token bucket serves but leases: it
+	// does not lease to a decorator above it.
+	fmt.Println(sluice.CapabilitiesOf(limiter))
+
+	if err := limiter.Close(); err != nil { // releases the unspent tokens
+		panic(err)
+	}
+	fmt.Println("releases:", limiter.Stats().Releases)
+	_, err = limiter.AllowN(ctx, key, limit, 1)
+	fmt.Println(err)
+	// Output:
+	// allowed=true remaining=19 estimated=true
+	// allowed=true remaining=18 estimated=true
+	// allowed=true remaining=17 estimated=true
+	// allowed=true remaining=16 estimated=true
+	// allowed=true remaining=15 estimated=true
+	// requests: 1 held: 6
+	// refund: true
+	// held after a refund of 2: 8
+	// refund|reset|batch|bound
+	// releases: 1
+	// lease: limiter closed
+}
