@@ -110,7 +110,6 @@ type Limiter struct {
 	// sender sends lease requests in batches when next takes them (the
 	// bucket algorithms' LeaseBatch); nil sends each alone.
 	sender  *batching.LeaseSender
-	byTag   bool
 	queueMu sync.Mutex
 	queue   []*pending // requests waiting for a batch, oldest first
 	senders int        // goroutines sending batches, at most maxSenders
