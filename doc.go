@@ -21,4 +21,19 @@
 //
 // Algorithms live in algorithms/..., backends in store/..., and the shared
 // conformance suite and Redis test harness in sluicetest.
+//
+// # Composing decorators
+//
+// The decorators (coalesce, lease, shard, denycache, fallback, sluiceotel)
+// wrap any Limiter, each other included, in any order but two: a lease
+// needs a limiter that leases (the token bucket or GCRA, or a decorator
+// over one, but not another lease), and coalesce one that takes batches.
+// A stack that cannot work fails when it is built, with an error wrapping
+// [ErrUnsupported] that names both layers. Through every stack, Limit is
+// the caller's, bad input is an error, and only a lease or a shard marks
+// a Decision [Decision.Estimated]; the recommended stacks over the token
+// bucket and GCRA keep the bucket's Burst + Rate × T bound across
+// processes. docs/composition.md
+// (https://github.com/sluicehq/sluice/blob/main/docs/composition.md) has the
+// table of valid orders and the tests that hold each promise.
 package sluice

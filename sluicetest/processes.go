@@ -39,6 +39,11 @@ type Load struct {
 	// traffic, which leaves leases holding tokens), then for Idle none.
 	// This is the spike after idle that leases must survive.
 	Light, Idle, LightEvery time.Duration
+	// Stack, when not empty, names decorators of [Decorators] to wrap
+	// around the limiter in every process, outermost first, as [Stack]
+	// builds them (outside the LeaseBatch lease, if any). Processes past
+	// Dead close them when the load ends.
+	Stack []string
 }
 
 // Call is one AllowN of a load: when it started and ended on the shared
@@ -105,6 +110,16 @@ func runLoad(index int, spec []byte, out io.Writer) error {
 			defer leased.Close() // a live pod gives back what it holds
 		}
 		l = leased
+	}
+	if len(load.Stack) > 0 {
+		stacked, closeStack, err := Stack(l, load.Stack...)
+		if err != nil {
+			return err
+		}
+		if index >= load.Dead {
+			defer closeStack()
+		}
+		l = stacked
 	}
 	var (
 		mu     sync.Mutex
