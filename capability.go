@@ -32,13 +32,13 @@ type Resetter interface {
 
 // Bounded reports what a limiter can enforce, without deciding anything.
 type Bounded interface {
-	// Capacity returns the largest cost a request under limit can ever be
-	// allowed (the burst for the bucket algorithms, the rate for the
-	// window algorithms, one share's for a sharded key), or the error
+	// Capacity returns the largest cost a request on key under limit can
+	// ever be allowed (the burst for the bucket algorithms, the rate for
+	// the window algorithms, one share's for a sharded key), or the error
 	// AllowN would return for limit: an algorithm's own rules included.
 	// A request of cost n is valid exactly when limit is and 0 <= n <=
 	// Capacity.
-	Capacity(limit Limit) (int64, error)
+	Capacity(key string, limit Limit) (int64, error)
 }
 
 // Leaser serves leases: tokens taken from a shared limit by one holder (a
@@ -249,7 +249,7 @@ func CheckRequest(l Limiter, key string, limit Limit, n int64) error {
 		return err
 	}
 	if b, ok := l.(Bounded); ok && Supports(l, CanBound) {
-		capacity, err := b.Capacity(limit)
+		capacity, err := b.Capacity(key, limit)
 		if err != nil {
 			return err
 		}

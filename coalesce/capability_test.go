@@ -82,7 +82,7 @@ func TestOverBatchesOnlyEveryOtherCapabilityIsUnsupported(t *testing.T) {
 	_, err = l.Refund(ctx, "k", capLimit, 1)
 	require.ErrorIs(t, err, sluice.ErrUnsupported)
 	require.ErrorIs(t, l.Reset(ctx, "k"), sluice.ErrUnsupported)
-	_, err = l.Capacity(capLimit)
+	_, err = l.Capacity("k", capLimit)
 	require.ErrorIs(t, err, sluice.ErrUnsupported)
 	_, err = l.Lease(ctx, leaseReq)
 	require.ErrorIs(t, err, sluice.ErrUnsupported)

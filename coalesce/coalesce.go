@@ -270,8 +270,8 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 
 // Capacity returns the wrapped limiter's capacity: coalescing changes no
 // decision.
-func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
-	return forward.Capacity("coalesce", l.next, limit)
+func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return forward.Capacity("coalesce", l.next, key, limit)
 }
 
 // Lease passes a lease request straight to the wrapped limiter: leases

@@ -71,7 +71,7 @@ func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
 	require.ErrorIs(t, l.Reset(ctx, "k"), sluice.ErrUnsupported)
 	_, err = l.AllowBatch(ctx, []sluice.Request{{Key: "k", Limit: limit, N: 1}})
 	require.ErrorIs(t, err, sluice.ErrUnsupported)
-	_, err = l.Capacity(limit)
+	_, err = l.Capacity("k", limit)
 	require.ErrorIs(t, err, sluice.ErrUnsupported)
 	_, err = l.Lease(ctx, leaseReq)
 	require.ErrorIs(t, err, sluice.ErrUnsupported)

@@ -311,8 +311,8 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 
 // Capacity returns the wrapped limiter's capacity: remembering denials
 // changes no decision.
-func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
-	return forward.Capacity("denycache", l.next, limit)
+func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return forward.Capacity("denycache", l.next, key, limit)
 }
 
 // Lease always passes the lease request to the wrapped limiter: a lease

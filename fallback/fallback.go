@@ -361,8 +361,8 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 }
 
 // Capacity returns the wrapped limiter's capacity.
-func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
-	return forward.Capacity("fallback", l.next, limit)
+func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return forward.Capacity("fallback", l.next, key, limit)
 }
 
 // Lease passes a lease request to the wrapped limiter as AllowN passes a

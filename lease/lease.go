@@ -311,7 +311,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 			if dn := le.denial; dn != nil && dn.round == waited && dn.cost <= n {
 				d := dn.d
 				d.RetryAfter += time.Duration(n-dn.cost) * le.interval
-				d.Remaining = min(le.capacity, d.Remaining+le.tokens)
+				d.Remaining = min(le.limit.Burst, d.Remaining+le.tokens)
 				le.mu.Unlock()
 				return d, nil
 			}
@@ -388,7 +388,7 @@ func (l *Limiter) await(ctx context.Context, le *lease, req sluice.LeaseRequest,
 		}
 		d := g.Decision
 		d.Limit = le.limit
-		d.Remaining = min(le.capacity, d.Remaining+le.tokens)
+		d.Remaining = min(le.limit.Burst, d.Remaining+le.tokens)
 		if d.Allowed && le.tokens > 0 {
 			d.Estimated = true
 		}
@@ -449,11 +449,22 @@ func (l *Limiter) sendQueued() {
 			l.queueMu.Unlock()
 			return
 		}
-		batch := make([]*pending, min(len(l.queue), sluice.MaxBatch))
-		copy(batch, l.queue)
-		left := copy(l.queue, l.queue[len(batch):])
-		clear(l.queue[left:])
-		l.queue = l.queue[:left]
+		// A key goes once in a batch: a later request for it (a new
+		// lease's, while the one it replaced still has one queued) waits
+		// for the next.
+		var batch []*pending
+		keys := make(map[string]bool, min(len(l.queue), sluice.MaxBatch))
+		left := l.queue[:0]
+		for _, p := range l.queue {
+			if len(batch) < sluice.MaxBatch && !keys[p.req.Key] {
+				keys[p.req.Key] = true
+				batch = append(batch, p)
+			} else {
+				left = append(left, p)
+			}
+		}
+		clear(l.queue[len(left):])
+		l.queue = left
 		l.queueMu.Unlock()
 
 		reqs := make([]sluice.LeaseRequest, len(batch))
@@ -555,7 +566,7 @@ func (l *Limiter) apply(le *lease, req sluice.LeaseRequest, g sluice.Grant, sent
 
 // estimate is a decision from the lease's tokens. The caller holds le.mu.
 func (le *lease) estimate(now time.Time) sluice.Decision {
-	d := sluice.Decision{Allowed: true, Limit: le.limit, Remaining: min(le.capacity, le.tokens+le.remain), Estimated: true}
+	d := sluice.Decision{Allowed: true, Limit: le.limit, Remaining: min(le.limit.Burst, le.tokens+le.remain), Estimated: true}
 	if le.resetAt.After(now) {
 		d.ResetAfter = le.resetAt.Sub(now)
 	}
@@ -601,7 +612,7 @@ func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
 	}
 	// A lease's limit was validated when it was made, so only a new one
 	// pays for validation.
-	capacity, err := forward.CapacityOr(l.next, limit)
+	capacity, err := forward.CapacityOr(l.next, key, limit)
 	if err != nil {
 		return nil, fmt.Errorf("lease: %w", err)
 	}
@@ -747,8 +758,9 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n 
 	return forward.Refund(ctx, "lease", l.next, key, limit, n)
 }
 
-// Reset forgets key's lease (its tokens are given up, its reservation
-// released) and resets the wrapped limiter's state of key.
+// Reset forgets key's lease (its tokens are given up and its reservation
+// released, before the reset) and resets the wrapped limiter's state of
+// key.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if !sluice.Supports(l.next, sluice.CanReset) {
 		return sluice.Unsupported("lease", sluice.CanReset, l.next)
@@ -757,11 +769,25 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 		le := v.(*lease)
 		le.mu.Lock()
 		le.replaced = true
-		le.tokens = 0
-		if le.busy == nil && le.reserved > 0 {
-			l.releaseLocked(le)
+		for le.busy != nil { // a request or release in flight lands first
+			busy := le.busy
+			le.mu.Unlock()
+			select {
+			case <-busy:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			le.mu.Lock()
 		}
+		reserved := le.reserved
+		le.tokens, le.reserved = 0, 0
 		le.mu.Unlock()
+		if reserved > 0 {
+			l.releases.Add(1)
+			if _, err := l.leaser.Release(ctx, key, le.limit, l.holder, 0); err != nil {
+				return fmt.Errorf("lease: reset: %w", err)
+			}
+		}
 	}
 	return forward.Reset(ctx, "lease", l.next, key)
 }
@@ -787,8 +813,8 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 }
 
 // Capacity returns the wrapped limiter's capacity.
-func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
-	return forward.CapacityOr(l.next, limit)
+func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return forward.CapacityOr(l.next, key, limit)
 }
 
 var (

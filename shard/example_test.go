@@ -41,7 +41,7 @@ func Example() {
 	fmt.Printf("cold: allowed=%v limit=%s remaining=%d estimated=%v\n", d.Allowed, d.Limit, d.Remaining, d.Estimated)
 
 	// A request must fit one share.
-	c, err := limiter.KeyCapacity(hot, limit)
+	c, err := limiter.Capacity(hot, limit)
 	if err != nil {
 		panic(err)
 	}

@@ -216,6 +216,9 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 	if err := sluice.RequireCapabilities(pkg, next, 0); err != nil {
 		return nil, err
 	}
+	if _, ok := next.(*Limiter); ok {
+		return nil, fmt.Errorf("shard: %w: shard cannot wrap *shard.Limiter: its shares would be split again; give one shard WithShards of the product", sluice.ErrUnsupported)
+	}
 	c := config{shards: DefaultShards}
 	for i, o := range opts {
 		if o == nil {
@@ -287,21 +290,25 @@ type plan struct {
 	subKeys        []string
 }
 
-// planLimit splits limit, checking it and every share against next.
-func (l *Limiter) planLimit(p *plan, limit sluice.Limit) error {
+// plan splits limit for key, checking it and every share (on its sub-key)
+// against next, and finds key's sub-keys.
+func (l *Limiter) plan(p *plan, key string, limit sluice.Limit) error {
+	if err := sluice.ValidateKey(key); err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
 	if err := limit.Validate(); err != nil {
 		return fmt.Errorf("shard: %w", err)
 	}
 	s := Count(limit, l.shards)
 	r, b := int(limit.Rate%int64(s)), int(limit.Burst%int64(s))
-	*p = plan{limit: limit, s: s, lo: min(r, b), hi: max(r, b), minCap: -1}
+	*p = plan{limit: limit, s: s, lo: min(r, b), hi: max(r, b), minCap: -1, subKeys: l.subKeysOf(key, s)}
 	for seg, from := range [3]int{0, p.lo, p.hi} {
 		to := [3]int{p.lo, p.hi, s}[seg]
 		if from >= to {
 			continue
 		}
 		share := Share(limit, s, from)
-		c, err := forward.CapacityOr(l.next, share)
+		c, err := forward.CapacityOr(l.next, p.subKeys[from], share)
 		if err != nil {
 			return fmt.Errorf("shard: share %d of %d of %s (%s): %w", from, s, limit, share, err)
 		}
@@ -311,18 +318,6 @@ func (l *Limiter) planLimit(p *plan, limit sluice.Limit) error {
 			p.minCap = c
 		}
 	}
-	return nil
-}
-
-// plan splits limit for key and finds key's sub-keys.
-func (l *Limiter) plan(p *plan, key string, limit sluice.Limit) error {
-	if err := sluice.ValidateKey(key); err != nil {
-		return fmt.Errorf("shard: %w", err)
-	}
-	if err := l.planLimit(p, limit); err != nil {
-		return err
-	}
-	p.subKeys = l.subKeysOf(key, p.s)
 	return nil
 }
 
@@ -656,43 +651,20 @@ func (l *Limiter) send(ctx context.Context, reqs []sluice.Request) ([]sluice.Res
 	return out, nil
 }
 
-// Capacity returns the largest cost a request under limit can ever be
-// allowed, or why it cannot be decided (see [sluice.Bounded]). Without
-// [WithHotKeys] and [WithPredicate], every key is sharded, and that is the
-// smallest share's capacity as the wrapped limiter reports it (Capacity
-// fails if the wrapped limiter refuses any share). With them, Capacity
-// covers every key, sharded or not: the smaller of the share's and the
-// whole limit's capacity, and limit must suit the wrapped limiter whole
-// and split. [Limiter.KeyCapacity] answers for one key.
-func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
-	if !sluice.Supports(l.next, sluice.CanBound) {
-		return 0, sluice.Unsupported(pkg, sluice.CanBound, l.next)
-	}
-	var p plan
-	if err := l.planLimit(&p, limit); err != nil {
-		return 0, err
-	}
-	if l.all {
-		return p.minCap, nil
-	}
-	c, err := forward.Capacity(pkg, l.next, limit)
-	if err != nil {
-		return 0, err
-	}
-	return min(c, p.minCap), nil
-}
-
-// KeyCapacity is [Limiter.Capacity] for key alone: the smallest share's
-// capacity if key is sharded, else the wrapped limiter's.
-func (l *Limiter) KeyCapacity(key string, limit sluice.Limit) (int64, error) {
+// Capacity returns the largest cost a request on key under limit can ever
+// be allowed, or why it cannot be decided (see [sluice.Bounded]): for a
+// sharded key the smallest share's capacity as the wrapped limiter reports
+// it (and an error if the wrapped limiter refuses any share), for another
+// key the wrapped limiter's.
+func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
 	if !sluice.Supports(l.next, sluice.CanBound) {
 		return 0, sluice.Unsupported(pkg, sluice.CanBound, l.next)
 	}
 	if !l.Sharded(key) {
-		return forward.Capacity(pkg, l.next, limit)
+		return forward.Capacity(pkg, l.next, key, limit)
 	}
 	var p plan
-	if err := l.planLimit(&p, limit); err != nil {
+	if err := l.plan(&p, key, limit); err != nil {
 		return 0, err
 	}
 	return p.minCap, nil

@@ -396,7 +396,7 @@ func TestCapacity(t *testing.T) {
 		{sluice.Limit{Rate: 100, Period: time.Second, Burst: 10}, 2}, // shares 3, 3, 2, 2
 		{sluice.Limit{Rate: 100, Period: time.Second, Burst: 3}, 1},  // three shares of one
 	} {
-		got, err := l.Capacity(c.limit)
+		got, err := l.Capacity("k", c.limit)
 		require.NoError(t, err)
 		require.Equal(t, c.want, got, "%s", c.limit)
 		// The capacity is what AllowN takes: CheckRequest agrees.
@@ -405,31 +405,28 @@ func TestCapacity(t *testing.T) {
 		_, err = l.AllowN(t.Context(), "k", c.limit, got+1)
 		require.ErrorIs(t, err, sluice.ErrCostExceedsBurst)
 	}
-	_, err := l.Capacity(sluice.PerSecond(600_000))
+	_, err := l.Capacity("k", sluice.PerSecond(600_000))
 	require.ErrorIs(t, err, sluice.ErrInvalidLimit, "a share the token bucket refuses")
 
 	// The window algorithms' capacity is the rate: a share's rate.
 	fw, err := fixedwindow.New(memstore.New())
 	require.NoError(t, err)
-	got, err := newShard(t, fw, shard.WithShards(4)).Capacity(sluice.Limit{Rate: 40, Period: time.Second, Burst: 1000})
+	got, err := newShard(t, fw, shard.WithShards(4)).Capacity("k", sluice.Limit{Rate: 40, Period: time.Second, Burst: 1000})
 	require.NoError(t, err)
 	require.Equal(t, int64(10), got)
 
-	// With hot keys, Capacity covers every key; KeyCapacity one.
+	// With hot keys, Capacity answers for the key asked about.
 	hot := newShard(t, b.tb, shard.WithShards(4), shard.WithHotKeys("hot"))
 	limit := sluice.Limit{Rate: 100, Period: time.Second, Burst: 40}
-	got, err = hot.Capacity(limit)
+	got, err = hot.Capacity("hot", limit)
 	require.NoError(t, err)
 	require.Equal(t, int64(10), got)
-	got, err = hot.KeyCapacity("hot", limit)
-	require.NoError(t, err)
-	require.Equal(t, int64(10), got)
-	got, err = hot.KeyCapacity("cold", limit)
+	got, err = hot.Capacity("cold", limit)
 	require.NoError(t, err)
 	require.Equal(t, int64(40), got)
-	_, err = hot.KeyCapacity("cold", sluice.PerSecond(30_000))
+	_, err = hot.Capacity("cold", sluice.PerSecond(30_000))
 	require.ErrorIs(t, err, sluice.ErrInvalidLimit, "the token bucket refuses it whole")
-	got, err = hot.KeyCapacity("hot", sluice.PerSecond(30_000))
+	got, err = hot.Capacity("hot", sluice.PerSecond(30_000))
 	require.NoError(t, err, "but not in four shares of 7,500/s")
 	require.Equal(t, int64(7500), got)
 }
@@ -646,9 +643,7 @@ func TestCapabilitiesAreThoseOfNext(t *testing.T) {
 			unsupported(err)
 			_, err = l.AllowBatch(t.Context(), []sluice.Request{{Key: "k", Limit: limit, N: 1}})
 			unsupported(err)
-			_, err = l.Capacity(limit)
-			unsupported(err)
-			_, err = l.KeyCapacity("k", limit)
+			_, err = l.Capacity("k", limit)
 			unsupported(err)
 			_, err = l.Lease(t.Context(), sluice.LeaseRequest{Key: "k", Limit: limit, Holder: 1, Cost: 1, Hold: time.Second})
 			unsupported(err)

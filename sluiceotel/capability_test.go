@@ -67,7 +67,7 @@ func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
 	require.ErrorIs(t, l.Reset(ctx, "k"), sluice.ErrUnsupported)
 	_, err = l.AllowBatch(ctx, []sluice.Request{{Key: "k", Limit: capLimit, N: 1}})
 	require.ErrorIs(t, err, sluice.ErrUnsupported)
-	_, err = l.Capacity(capLimit)
+	_, err = l.Capacity("k", capLimit)
 	require.ErrorIs(t, err, sluice.ErrUnsupported)
 	_, err = l.Lease(ctx, leaseReq)
 	require.ErrorIs(t, err, sluice.ErrUnsupported)
@@ -160,7 +160,7 @@ func TestEveryCapabilityThroughTheWholeStack(t *testing.T) {
 
 	ctx, key := t.Context(), "user:42"
 	hourly := sluice.Limit{Rate: 10, Period: time.Hour, Burst: 10} // no refill during the test
-	capacity, err := l.Capacity(hourly)
+	capacity, err := l.Capacity("k", hourly)
 	require.NoError(t, err)
 	require.Equal(t, hourly.Burst, capacity)
 	d, err := l.AllowN(ctx, key, hourly, 4)

@@ -81,6 +81,9 @@ func predict(stack []string, alg string) predicted {
 		if caps&need != need {
 			return predicted{caps: 0, fails: i, below: below}
 		}
+		if stack[i] == "shard" && i+1 < len(stack) && stack[i+1] == "shard" {
+			return predicted{caps: 0, fails: i, below: below} // a shard's shares are not split again
+		}
 		if stack[i] == "lease" {
 			caps &^= sluice.CanLease
 		}
@@ -346,7 +349,7 @@ func checkStack(t *testing.T, l sluice.Limiter, alg sluicetest.Algorithm, stack 
 			require.Zero(t, caps&sluice.CanBatch, "batch reported without the method")
 		}
 		if b, ok := l.(sluice.Bounded); ok {
-			got, err := b.Capacity(limit)
+			got, err := b.Capacity("k", limit)
 			unsupported(sluice.CanBound, err)
 			if err == nil {
 				require.Equal(t, capacityOf(stack, limit, alg.Capacity), got, "Capacity")
@@ -371,19 +374,10 @@ func checkStack(t *testing.T, l sluice.Limiter, alg sluicetest.Algorithm, stack 
 		}
 		if r, ok := l.(sluice.Resetter); ok {
 			unsupported(sluice.CanReset, r.Reset(ctx, key))
-			// Left out, two bugs of lease.Limiter.Reset, which releases the
-			// lease in the background while it resets the key: with the
-			// lease directly over the algorithm, a peek right after the
-			// Reset may share a lease batch with that release and fail
-			// ("appears twice in a lease batch"); and through any lease,
-			// the release lands on the fresh bucket and leaves it B tokens
-			// short (190 of 200 here).
-			if caps&sluice.CanReset != 0 && stack[len(stack)-1] != "lease" {
+			if caps&sluice.CanReset != 0 {
 				d, err := l.AllowN(ctx, key, limit, 0)
 				require.NoError(t, err)
-				if !slices.Contains(stack, "lease") {
-					require.Equal(t, fresh.Remaining, d.Remaining, "as a fresh key after Reset")
-				}
+				require.Equal(t, fresh.Remaining, d.Remaining, "as a fresh key after Reset")
 			}
 		} else {
 			require.Zero(t, caps&sluice.CanReset, "reset reported without the method")
@@ -441,7 +435,11 @@ func TestCompositionMatrix(t *testing.T) {
 					leasesIn++
 				}
 			}
-			stated := leasesIn == 0 || leasesIn == 1 && leases(alg.Name)
+			shardOverShard := false
+			for i := 0; i+1 < len(stack); i++ {
+				shardOverShard = shardOverShard || stack[i] == "shard" && stack[i+1] == "shard"
+			}
+			stated := (leasesIn == 0 || leasesIn == 1 && leases(alg.Name)) && !shardOverShard
 			require.Equal(t, stated, ok, "%s: the stated rule and the contract disagree", name)
 			if ok {
 				valid[alg.Name] = append(valid[alg.Name], name)

@@ -98,7 +98,9 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 // Capacity returns the largest cost a request under limit can ever be
 // allowed, limit.Burst, or why the algorithm cannot enforce limit
 // (see [sluice.Bounded]).
-func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) { return l.core.Capacity(limit) }
+func (l *Limiter) Capacity(_ string, limit sluice.Limit) (int64, error) {
+	return l.core.Capacity(limit)
+}
 
 var (
 	_ sluice.Refunder = (*Limiter)(nil)

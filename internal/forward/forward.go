@@ -37,21 +37,21 @@ func AllowBatch(ctx context.Context, pkg string, next sluice.Limiter, reqs []slu
 	return b.AllowBatch(ctx, reqs)
 }
 
-// Capacity asks next for limit's capacity, or fails naming pkg and next.
-func Capacity(pkg string, next sluice.Limiter, limit sluice.Limit) (int64, error) {
+// Capacity asks next for the capacity of key under limit, or fails naming pkg and next.
+func Capacity(pkg string, next sluice.Limiter, key string, limit sluice.Limit) (int64, error) {
 	b, ok := next.(sluice.Bounded)
 	if !ok || !sluice.Supports(next, sluice.CanBound) {
 		return 0, sluice.Unsupported(pkg, sluice.CanBound, next)
 	}
-	return b.Capacity(limit)
+	return b.Capacity(key, limit)
 }
 
-// CapacityOr returns next's capacity for limit when next is bounded, and
+// CapacityOr returns next's capacity for key under limit when next is bounded, and
 // otherwise what [sluice.Limit.Validate] allows: limit's Burst, or the
 // limit's error.
-func CapacityOr(next sluice.Limiter, limit sluice.Limit) (int64, error) {
+func CapacityOr(next sluice.Limiter, key string, limit sluice.Limit) (int64, error) {
 	if b, ok := next.(sluice.Bounded); ok && sluice.Supports(next, sluice.CanBound) {
-		return b.Capacity(limit)
+		return b.Capacity(key, limit)
 	}
 	if err := limit.Validate(); err != nil {
 		return 0, err
