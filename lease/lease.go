@@ -26,11 +26,14 @@
 // # How it works
 //
 // For each key (and limit) a process holds at most one lease, and at most
-// one request for it is in flight at a time: a process never holds more
-// than 2 × B tokens of a key (B is [WithBatch]). A request of cost n is
-// spent from the lease when it holds n; when fewer than B tokens are left
-// the next B are asked for in the background, so that decisions do not
-// wait for Redis. A call that finds the lease short while a request is in
+// one request for it is in flight at a time. A request of cost n is spent
+// from the lease when it holds n; when fewer tokens are left than the
+// lease's size, the next lease is asked for in the background, so that
+// decisions do not wait for Redis. The size starts at B ([WithBatch]);
+// when the process spends a whole lease before the next arrives it
+// doubles, up to [WithMaxBatch] (8 × B by default), and it halves when a
+// lease arrives to one still holding a whole size. So a process holds
+// fewer than 2 × WithMaxBatch tokens of a key. A call that finds the lease short while a request is in
 // flight waits for it; if that request was denied for a cost no larger
 // than its own, it is denied too (with the same RetryAfter, longer by the
 // difference in cost); otherwise it asks for its own cost and a lease, and
@@ -75,7 +78,7 @@ const (
 	DefaultBatch = 100
 	// maxGrow is how many times B a busy key's lease grows to, unless
 	// WithMaxBatch says otherwise.
-	maxGrow = 4
+	maxGrow = 8
 	// DefaultHold is how long a lease's tokens may be spent before they
 	// are released.
 	DefaultHold = time.Second
@@ -97,6 +100,13 @@ type Limiter struct {
 	hold     time.Duration
 	margin   time.Duration // a lease stops being spent this long before the store's reservation ends
 	holder   int64         // this Limiter's name in the shared ledgers
+
+	// base and clock: the Limiter's clock is monotonic nanoseconds since
+	// base. clock is moved every clockTick by the janitor, so that the hot
+	// path reads an atomic instead of the system clock; a decision near a
+	// lease's deadline (within half the margin) reads the clock itself.
+	base  time.Time
+	clock atomic.Int64
 
 	leases sync.Map // key string -> *lease
 	closed atomic.Bool
@@ -127,10 +137,10 @@ type lease struct {
 	interval time.Duration // Period / Rate: the time one token takes to refill
 
 	mu       sync.Mutex
-	tokens   int64     // left to spend
-	reserved int64     // what the shared ledger reserves for this process (>= tokens)
-	deadline time.Time // tokens may be spent before it
-	size     int64     // how many to ask for next
+	tokens   int64 // left to spend
+	reserved int64 // what the shared ledger reserves for this process (>= tokens)
+	deadline int64 // tokens may be spent before it (the Limiter's clock)
+	size     int64 // how many to ask for next
 	// grow is the lease's size over B: doubled when the process spent a
 	// whole lease before the next arrived, halved when one arrives to a
 	// lease still holding a whole size; 1 to maxGrow.
@@ -143,9 +153,9 @@ type lease struct {
 	// was denied: calls that waited for it and need as much are denied too.
 	round    uint64
 	denial   *denial
-	remain   int64     // what the shared limit had left at the last answer
-	resetAt  time.Time // when the shared limit was to be full, at the last answer
-	replaced bool      // no longer in the map: spend nothing more from it
+	remain   int64 // what the shared limit had left at the last answer
+	resetAt  int64 // when the shared limit was to be full, at the last answer
+	replaced bool  // no longer in the map: spend nothing more from it
 }
 
 type denial struct {
@@ -175,7 +185,7 @@ func WithBatch(b int64) Option {
 	}
 }
 
-// WithMaxBatch sets how large a busy key's lease may grow (default 4 × B,
+// WithMaxBatch sets how large a busy key's lease may grow (default 8 × B,
 // at least B): a process holds fewer than 2 × that many tokens of a key.
 // Give B to keep every lease at B, and the tokens held below 2 × B, at the
 // cost of decisions waiting for Redis when a process spends more than B
@@ -248,7 +258,8 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 		// releases within a tick of the deadline: an eighth of the hold
 		// leaves time for the release to arrive while the store still
 		// reserves the tokens, so that they go back at once.
-		margin: c.hold / 8,
+		margin: max(c.hold/8, 5*time.Millisecond),
+		base:   time.Now(),
 		holder: 1 + rand.Int64N(1<<62),
 		stop:   make(chan struct{}),
 	}
@@ -258,6 +269,20 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 	l.stopped.Go(l.janitor)
 	return l, nil
 }
+
+// clockTick is how often the Limiter's clock moves.
+const clockTick = time.Millisecond
+
+// now reads the Limiter's clock exactly, and moves it (never back).
+func (l *Limiter) now() int64 {
+	now := int64(time.Since(l.base))
+	for old := l.clock.Load(); now > old && !l.clock.CompareAndSwap(old, now); old = l.clock.Load() {
+	}
+	return now
+}
+
+// since is t on the Limiter's clock.
+func (l *Limiter) since(t time.Time) int64 { return int64(t.Sub(l.base)) }
 
 // ErrClosed is returned by a Limiter after Close.
 var ErrClosed = errors.New("lease: limiter closed")
@@ -292,11 +317,14 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 			waited = 0
 			continue
 		}
-		now := time.Now()
-		if le.reserved > 0 && !now.Before(le.deadline) && le.busy == nil {
+		now := l.clock.Load()
+		if now+int64(l.margin/2) >= le.deadline {
+			now = l.now() // near the deadline, the clock itself
+		}
+		if le.reserved > 0 && now >= le.deadline && le.busy == nil {
 			l.releaseLocked(le) // expired: give back what it holds before asking again
 		}
-		if le.tokens >= n && now.Before(le.deadline) {
+		if le.tokens >= n && now < le.deadline {
 			le.tokens -= n
 			d := le.estimate(now)
 			if le.tokens < le.size && le.busy == nil && le.denial == nil {
@@ -503,8 +531,8 @@ func (l *Limiter) land(p *pending, g sluice.Grant, err error) {
 // with the process's report.
 func (l *Limiter) direct(ctx context.Context, le *lease, n int64) (sluice.Decision, error) {
 	le.mu.Lock()
-	if n == 0 && le.tokens > 0 && time.Now().Before(le.deadline) {
-		d := le.estimate(time.Now())
+	if now := l.now(); n == 0 && le.tokens > 0 && now < le.deadline {
+		d := le.estimate(now)
 		le.mu.Unlock()
 		return d, nil
 	}
@@ -550,10 +578,10 @@ func (l *Limiter) apply(le *lease, req sluice.LeaseRequest, g sluice.Grant, sent
 	le.reserved = g.Reserved
 	le.tokens = min(le.tokens, le.reserved)
 	if g.Expires > 0 {
-		le.deadline = sent.Add(g.Expires - l.margin)
+		le.deadline = l.since(sent) + int64(g.Expires-l.margin)
 	}
 	le.remain = g.Remaining
-	le.resetAt = sent.Add(g.ResetAfter)
+	le.resetAt = l.since(sent) + int64(g.ResetAfter)
 	switch {
 	case g.Allowed && le.dry:
 		le.grow = min(le.grow*2, l.maxBatch/l.batch)
@@ -565,10 +593,10 @@ func (l *Limiter) apply(le *lease, req sluice.LeaseRequest, g sluice.Grant, sent
 }
 
 // estimate is a decision from the lease's tokens. The caller holds le.mu.
-func (le *lease) estimate(now time.Time) sluice.Decision {
+func (le *lease) estimate(now int64) sluice.Decision {
 	d := sluice.Decision{Allowed: true, Limit: le.limit, Remaining: min(le.limit.Burst, le.tokens+le.remain), Estimated: true}
-	if le.resetAt.After(now) {
-		d.ResetAfter = le.resetAt.Sub(now)
+	if le.resetAt > now {
+		d.ResetAfter = time.Duration(le.resetAt - now)
 	}
 	return d
 }
@@ -640,32 +668,38 @@ func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
 	}
 }
 
-// janitor releases leases whose deadline passed, every sixteenth of the
-// hold.
+// janitor moves the Limiter's clock every clockTick, and every sixteenth
+// of the hold releases the leases whose deadline passed.
 func (l *Limiter) janitor() {
-	tick := time.NewTicker(max(l.hold/16, time.Millisecond))
+	tick := time.NewTicker(clockTick)
 	defer tick.Stop()
+	every := max(int64(l.hold/16), int64(clockTick))
+	var last int64
 	for {
 		select {
 		case <-l.stop:
 			return
-		case now := <-tick.C:
-			l.sweep(now, false)
+		case <-tick.C:
+			now := l.now()
+			if now-last >= every {
+				l.sweep(now, false)
+				last = now
+			}
 		}
 	}
 }
 
 // sweep releases the leases whose deadline passed (every lease when all
 // is set) and forgets them.
-func (l *Limiter) sweep(now time.Time, all bool) {
+func (l *Limiter) sweep(now int64, all bool) {
 	l.leases.Range(func(k, v any) bool {
 		le := v.(*lease)
 		le.mu.Lock()
 		defer le.mu.Unlock()
-		if le.busy != nil || !all && now.Before(le.deadline) && le.reserved > 0 {
+		if le.busy != nil || !all && now < le.deadline && le.reserved > 0 {
 			return true
 		}
-		if !all && le.reserved == 0 && now.Sub(le.resetAt) < l.hold {
+		if !all && le.reserved == 0 && now-le.resetAt < int64(l.hold) {
 			return true // keep a recent lease's size and estimates
 		}
 		if l.leases.CompareAndDelete(k, le) {
@@ -691,7 +725,7 @@ func (l *Limiter) Close() error {
 	l.ops.Wait() // requests in flight land first, so that their tokens are released below
 	close(l.stop)
 	l.stopped.Wait()
-	l.sweep(time.Now(), true)
+	l.sweep(l.now(), true)
 	l.ops.Wait()
 	return nil
 }
@@ -742,11 +776,11 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n 
 	if v, ok := l.leases.Load(key); ok {
 		le := v.(*lease)
 		le.mu.Lock()
-		if le.limit == limit && !le.replaced && time.Now().Before(le.deadline) {
+		if now := l.now(); le.limit == limit && !le.replaced && now < le.deadline {
 			back := min(n, le.reserved-le.tokens)
 			le.tokens += back
 			n -= back
-			d := le.estimate(time.Now())
+			d := le.estimate(now)
 			le.mu.Unlock()
 			if n == 0 {
 				return d, nil

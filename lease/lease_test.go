@@ -201,7 +201,7 @@ func TestProcessesOnRealRedis(t *testing.T) {
 // TestNoHoardingByWaiters: goroutines that find the lease empty while the
 // next is on its way wait for it; none takes a lease of its own. One
 // process of B = 50 and 8 goroutines, on a slow store, never holds as many
-// as 2 × its largest lease (4 × B by default, B with WithMaxBatch(B)), and
+// as 2 × its largest lease (8 × B by default, B with WithMaxBatch(B)), and
 // at most one request is ever in flight.
 func TestNoHoardingByWaiters(t *testing.T) {
 	for _, maxBatch := range []int64{0, 50} {
@@ -209,7 +209,7 @@ func TestNoHoardingByWaiters(t *testing.T) {
 			sh := newShared(t)
 			sh.delay.Store(int64(2 * time.Millisecond))
 			opts := []lease.Option{lease.WithBatch(50)}
-			most := int64(2*4*50 - 1)
+			most := int64(2*8*50 - 1)
 			if maxBatch > 0 {
 				opts = append(opts, lease.WithMaxBatch(maxBatch))
 				most = 2*maxBatch - 1
