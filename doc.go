@@ -25,10 +25,15 @@
 // # Composing decorators
 //
 // The decorators (coalesce, lease, shard, denycache, fallback, sluiceotel)
-// wrap any Limiter, each other included, in any order but two: a lease
+// wrap any Limiter, each other included, in any order but three: a lease
 // needs a limiter that leases (the token bucket or GCRA, or a decorator
-// over one, but not another lease), and coalesce one that takes batches.
-// A stack that cannot work fails when it is built, with an error wrapping
+// over one, but not another lease), coalesce one that takes batches, and
+// a shard cannot wrap a shard. Beyond AllowN, a limiter may serve the
+// optional capabilities [Refunder], [Resetter], [BatchLimiter], [Bounded]
+// and [Leaser]; every decorator serves each one the limiter it wraps
+// serves, and says so in [Capabler] (ask with [Supports], which sees
+// through decorators, rather than with a type assertion). A stack that
+// cannot work fails when it is built, with an error wrapping
 // [ErrUnsupported] that names both layers. Through every stack, Limit is
 // the caller's, bad input is an error, and only a lease or a shard marks
 // a Decision [Decision.Estimated]; the recommended stacks over the token
