@@ -1,7 +1,6 @@
 package sluicetest
 
 import (
-	"context"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -16,8 +15,9 @@ import (
 type Limiter interface {
 	sluice.Limiter
 	sluice.BatchLimiter
-	Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error)
-	Reset(ctx context.Context, key string) error
+	sluice.Refunder
+	sluice.Resetter
+	sluice.Bounded
 }
 
 // Algorithm describes one algorithm to the conformance suite.
