@@ -23,17 +23,6 @@ import (
 
 func TestMain(m *testing.M) { sluicetest.Main(m) }
 
-// countingStore counts the script calls that reach Redis.
-type countingStore struct {
-	sluice.Store
-	runs atomic.Int64
-}
-
-func (c *countingStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
-	c.runs.Add(1)
-	return c.Store.Run(ctx, script, keys, args)
-}
-
 // BenchmarkLease: decisions per second and Redis calls per decision at 64
 // goroutines, for the token bucket on a real redis-server (rueidis) without
 // a lease and with leases of B = 10, 100 and 1000, next to in-process
@@ -105,7 +94,7 @@ func BenchmarkLease(b *testing.B) {
 				if v.inMemory {
 					backend = memstore.New()
 				}
-				store := &countingStore{Store: backend}
+				store := &sluicetest.CountingStore{Store: backend}
 				tb, err := tokenbucket.New(store)
 				require.NoError(b, err)
 				var shared sluice.Limiter = tb
@@ -125,8 +114,8 @@ func BenchmarkLease(b *testing.B) {
 					d, err := l.AllowN(ctx, names[i%keys], limit, 1)
 					return err == nil && d.Allowed
 				}
-				runParallel(b, keys, decide, func() { store.runs.Store(0) })
-				b.ReportMetric(float64(store.runs.Load())/float64(b.N), "redis-calls/decision")
+				runParallel(b, keys, decide, func() { store.Runs.Store(0) })
+				b.ReportMetric(float64(store.Runs.Load())/float64(b.N), "redis-calls/decision")
 			})
 		}
 	}

@@ -3,7 +3,6 @@ package denycache_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -13,17 +12,6 @@ import (
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
-// countingStore counts the script calls that reach the store.
-type countingStore struct {
-	sluice.Store
-	calls atomic.Int64
-}
-
-func (s *countingStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
-	s.calls.Add(1)
-	return s.Store.Run(ctx, script, keys, args)
-}
-
 // A client that keeps retrying a denied key is answered locally until the
 // store's RetryAfter (at most WithMaxStale) has passed, with that
 // RetryAfter counted down.
@@ -32,7 +20,7 @@ func Example() {
 	// A fake clock drives the store and the cache, to make the example
 	// deterministic; production code gives neither.
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	store := &countingStore{Store: memstore.NewWithClock(clock)}
+	store := &sluicetest.CountingStore{Store: memstore.NewWithClock(clock)}
 	tb, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)
@@ -49,7 +37,7 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Printf("allowed=%-5v retry after=%-3s store calls=%d\n", d.Allowed, d.RetryAfter, store.calls.Load())
+		fmt.Printf("allowed=%-5v retry after=%-3s store calls=%d\n", d.Allowed, d.RetryAfter, store.Runs.Load())
 	}
 	for range 7 { // 6 allowed, then the store denies and the denial is remembered
 		show()

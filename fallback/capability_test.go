@@ -1,9 +1,7 @@
 package fallback_test
 
 import (
-	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,104 +10,29 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/fallback"
+	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
-// allowOnly serves AllowN and nothing else.
-type allowOnly struct{}
-
-func (allowOnly) AllowN(_ context.Context, _ string, limit sluice.Limit, _ int64) (sluice.Decision, error) {
-	return sluice.Decision{Allowed: true, Limit: limit}, nil
-}
-
-// release is one call of Leaser.Release.
-type release struct {
-	key             string
-	limit           sluice.Limit
-	holder, unspent int64
-}
-
-// leaser serves leases, recording each lease and release; while err is
-// set, every call fails with it.
-type leaser struct {
-	grant sluice.Grant
-	freed sluice.Decision
-
-	mu       sync.Mutex
-	err      error
-	leases   []sluice.LeaseRequest
-	releases []release
-}
-
-func (f *leaser) fail(err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.err = err
-}
-
-func (f *leaser) calls() (leases, releases int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.leases), len(f.releases)
-}
-
-func (f *leaser) AllowN(_ context.Context, _ string, limit sluice.Limit, _ int64) (sluice.Decision, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return sluice.Decision{Allowed: true, Limit: limit}, f.err
-}
-
-func (f *leaser) Lease(_ context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.leases = append(f.leases, req)
-	if f.err != nil {
-		return sluice.Grant{}, f.err
-	}
-	return f.grant, nil
-}
-
-func (f *leaser) Release(_ context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.releases = append(f.releases, release{key, limit, holder, unspent})
-	if f.err != nil {
-		return sluice.Decision{}, f.err
-	}
-	return f.freed, nil
-}
-
 var leaseReq = sluice.LeaseRequest{Key: "k", Limit: limit, Holder: 42, Cost: 2, Extra: 5, Held: 1, Hold: 100 * time.Millisecond}
 
-func newLeaser() *leaser {
-	return &leaser{
-		grant: sluice.Grant{Decision: sluice.Decision{Allowed: true, Limit: limit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
-		freed: sluice.Decision{Allowed: true, Limit: limit, Remaining: 7},
+// newLeaser serves leases, recording each lease and release; after Fail,
+// every call fails.
+func newLeaser() *sluicetest.RecordingLeaser {
+	return &sluicetest.RecordingLeaser{
+		Grant: sluice.Grant{Decision: sluice.Decision{Allowed: true, Limit: limit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
+		Freed: sluice.Decision{Allowed: true, Limit: limit, Remaining: 7},
 	}
 }
 
 func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
-	l, err := fallback.New(allowOnly{})
+	l, err := fallback.New(sluicetest.AllowOnly{})
 	require.NoError(t, err)
 	require.Equal(t, sluice.Capability(0), l.Capabilities())
-	ctx := t.Context()
-	_, err = l.Refund(ctx, "k", limit, 1)
-	require.ErrorIs(t, err, sluice.ErrUnsupported)
-	require.ErrorIs(t, l.Reset(ctx, "k"), sluice.ErrUnsupported)
-	_, err = l.AllowBatch(ctx, []sluice.Request{{Key: "k", Limit: limit, N: 1}})
-	require.ErrorIs(t, err, sluice.ErrUnsupported)
-	_, err = l.Capacity("k", limit)
-	require.ErrorIs(t, err, sluice.ErrUnsupported)
-	_, err = l.Lease(ctx, leaseReq)
-	require.ErrorIs(t, err, sluice.ErrUnsupported)
-	for _, want := range []string{"fallback", "allowOnly", "lease"} {
-		require.ErrorContains(t, err, want)
-	}
-	_, err = l.Release(ctx, "k", limit, 42, 1)
-	require.ErrorIs(t, err, sluice.ErrUnsupported)
+	sluicetest.RequireUnsupported(t, l, "fallback", "sluicetest.AllowOnly")
 	require.Equal(t, fallback.BreakerClosed, l.State(), "an unsupported call is no store failure")
 
-	d, err := l.AllowN(ctx, "k", limit, 1)
+	d, err := l.AllowN(t.Context(), "k", limit, 1)
 	require.NoError(t, err)
 	require.Equal(t, sluice.SourceStore, d.Source, "AllowN is served")
 }
@@ -120,15 +43,7 @@ func TestLeaseAndReleaseReachTheLeaserUnchanged(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, sluice.CanLease, l.Capabilities())
 
-	g, err := l.Lease(t.Context(), leaseReq)
-	require.NoError(t, err)
-	require.Equal(t, next.grant, g)
-	d, err := l.Release(t.Context(), "k", limit, 42, 3)
-	require.NoError(t, err)
-	require.Equal(t, next.freed, d)
-
-	require.Equal(t, []sluice.LeaseRequest{leaseReq}, next.leases)
-	require.Equal(t, []release{{"k", limit, 42, 3}}, next.releases)
+	next.RequireLeaseForwarded(t, l, leaseReq, 3)
 }
 
 func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
@@ -150,7 +65,7 @@ func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			next := newLeaser()
-			next.fail(errors.New("dial tcp: connection refused"))
+			next.Fail(errors.New("dial tcp: connection refused"))
 			l, err := fallback.New(next, fallback.WithPolicy(c.policy), fallback.WithBreaker(2, time.Minute, 1))
 			require.NoError(t, err)
 			for i := range 4 {
@@ -163,7 +78,7 @@ func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
 				require.Zero(t, g.Expires)
 				require.Equal(t, c.want.Source, g.Source)
 			}
-			leases, _ := next.calls()
+			leases := len(next.Leases())
 			require.Equal(t, 2, leases, "the breaker opened after 2 failed leases: no more calls")
 			require.Equal(t, fallback.BreakerOpen, l.State())
 
@@ -171,7 +86,7 @@ func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
 			// still goes to the store, and its failure is an error.
 			_, err = l.Release(t.Context(), "k", limit, 42, 3)
 			require.ErrorContains(t, err, "connection refused")
-			_, releases := next.calls()
+			releases := len(next.Releases())
 			require.Equal(t, 1, releases)
 		})
 	}
@@ -179,7 +94,7 @@ func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
 
 func TestALeaseConfigurationErrorIsSurfaced(t *testing.T) {
 	next := newLeaser()
-	next.fail(sluice.ErrKeyConflict)
+	next.Fail(sluice.ErrKeyConflict)
 	l, err := fallback.New(next, fallback.WithBreaker(1, time.Minute, 1))
 	require.NoError(t, err)
 	for range 3 {
@@ -191,7 +106,7 @@ func TestALeaseConfigurationErrorIsSurfaced(t *testing.T) {
 
 func TestBadLeaseRequestsAreErrorsWithTheBreakerOpen(t *testing.T) {
 	next := newLeaser()
-	next.fail(errors.New("connection refused"))
+	next.Fail(errors.New("connection refused"))
 	l, err := fallback.New(next, fallback.WithBreaker(1, time.Minute, 1))
 	require.NoError(t, err)
 	_, err = l.Lease(t.Context(), leaseReq)
@@ -228,7 +143,7 @@ func TestBadLeaseRequestsAreErrorsWithTheBreakerOpen(t *testing.T) {
 			require.ErrorContains(t, err, "fallback: ")
 		})
 	}
-	leases, _ := next.calls()
+	leases := len(next.Leases())
 	require.Equal(t, 1, leases, "no bad request reached the store")
 	for _, hold := range []time.Duration{sluice.MinLeaseHold, sluice.MaxLeaseHold} {
 		_, err := l.Lease(t.Context(), with(func(r *sluice.LeaseRequest) { r.Hold = hold }))

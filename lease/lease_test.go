@@ -466,7 +466,7 @@ func TestLeasesOfManyKeysShareCalls(t *testing.T) {
 		sluicetest.GoRedisTier(t, sluicetest.SharedRedis(t)), sluicetest.GoRedisClusterTier(t, sluicetest.SharedCluster(t))}
 	for _, tier := range tiers {
 		t.Run(tier.Name, func(t *testing.T) {
-			store := &countingStore{Store: tier.Store}
+			store := &sluicetest.CountingStore{Store: tier.Store}
 			tb, err := tokenbucket.New(store)
 			require.NoError(t, err)
 			l, err := lease.New(tb, lease.WithBatch(10))
@@ -495,23 +495,12 @@ func TestLeasesOfManyKeysShareCalls(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			t.Logf("%s: %d allowed of %d; %d lease requests in %d script calls", tier.Name, allowed.Load(), 100*25, l.Stats().Requests, store.runs.Load())
+			t.Logf("%s: %d allowed of %d; %d lease requests in %d script calls", tier.Name, allowed.Load(), 100*25, l.Stats().Requests, store.Runs.Load())
 			require.EqualValues(t, 100*20, allowed.Load(), "each key's burst, exactly")
-			require.LessOrEqual(t, store.runs.Load(), l.Stats().Requests)
+			require.LessOrEqual(t, store.Runs.Load(), l.Stats().Requests)
 			if tier.Name != "memstore" { // in process, a call ends before the next can join it
-				require.Less(t, store.runs.Load()*2, l.Stats().Requests, "requests share calls")
+				require.Less(t, store.Runs.Load()*2, l.Stats().Requests, "requests share calls")
 			}
 		})
 	}
-}
-
-// countingStore counts the scripts run.
-type countingStore struct {
-	sluice.Store
-	runs atomic.Int64
-}
-
-func (s *countingStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
-	s.runs.Add(1)
-	return s.Store.Run(ctx, script, keys, args)
 }

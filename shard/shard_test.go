@@ -25,23 +25,12 @@ import (
 
 func TestMain(m *testing.M) { sluicetest.Main(m) }
 
-// countingStore counts the script calls that reach the store.
-type countingStore struct {
-	sluice.Store
-	runs atomic.Int64
-}
-
-func (s *countingStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
-	s.runs.Add(1)
-	return s.Store.Run(ctx, script, keys, args)
-}
-
 // bucket is a token bucket on the in-process store, on a fake clock that
 // only moves when told.
 type bucket struct {
 	tb    *tokenbucket.Limiter
 	store *memstore.Store
-	runs  *countingStore
+	runs  *sluicetest.CountingStore
 	clock *sluicetest.FakeClock
 }
 
@@ -49,7 +38,7 @@ func newBucket(t *testing.T) bucket {
 	t.Helper()
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
 	store := memstore.NewWithClock(clock)
-	runs := &countingStore{Store: store}
+	runs := &sluicetest.CountingStore{Store: store}
 	tb, err := tokenbucket.New(runs, tokenbucket.WithClock(clock))
 	require.NoError(t, err)
 	return bucket{tb: tb, store: store, runs: runs, clock: clock}
@@ -292,7 +281,7 @@ func TestAllowNChecksBeforeCallingTheStore(t *testing.T) {
 		require.ErrorIs(t, err, c.want, "%q %s cost %d", c.key, c.limit, c.n)
 		require.ErrorContains(t, err, "shard")
 	}
-	require.Zero(t, b.runs.runs.Load(), "nothing reached the store")
+	require.Zero(t, b.runs.Runs.Load(), "nothing reached the store")
 
 	d, err := l.AllowN(t.Context(), "k", limit, 10)
 	require.NoError(t, err, "a cost of one share's burst is valid")
@@ -548,7 +537,7 @@ func TestAllowBatchRoutesEachRequestAsAllowN(t *testing.T) {
 
 	// An invalid request is refused by its index in the caller's batch,
 	// before anything is decided.
-	before := b.runs.runs.Load()
+	before := b.runs.Runs.Load()
 	for _, c := range []struct {
 		bad  sluice.Request
 		want error
@@ -564,7 +553,7 @@ func TestAllowBatchRoutesEachRequestAsAllowN(t *testing.T) {
 		require.Equal(t, 2, reqErr.Index)
 		require.ErrorIs(t, err, c.want)
 	}
-	require.Equal(t, before, b.runs.runs.Load(), "nothing was sent")
+	require.Equal(t, before, b.runs.Runs.Load(), "nothing was sent")
 	_, err = l.AllowBatch(t.Context(), nil)
 	require.Error(t, err)
 }
@@ -613,13 +602,6 @@ func TestAllowBatchOnACluster(t *testing.T) {
 	require.Equal(t, int64(1), store.refused.Load(), "the first batch found out")
 }
 
-// allowOnly is a limiter with no optional capability.
-type allowOnly struct{ next sluice.Limiter }
-
-func (a allowOnly) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
-	return a.next.AllowN(ctx, key, limit, n)
-}
-
 // resetOnly has every method of the token bucket but reports only Reset,
 // as a decorator would.
 type resetOnly struct{ *tokenbucket.Limiter }
@@ -630,29 +612,13 @@ func TestCapabilitiesAreThoseOfNext(t *testing.T) {
 	b := newBucket(t)
 	require.Equal(t, sluice.CapabilitiesOf(b.tb), newShard(t, b.tb).Capabilities())
 	limit := sluice.PerSecond(40)
-	for _, next := range []sluice.Limiter{allowOnly{b.tb}, resetOnly{b.tb}} {
+	for _, next := range []sluice.Limiter{sluicetest.AllowOnly{Next: b.tb}, resetOnly{b.tb}} {
 		for _, opts := range [][]shard.Option{nil, {shard.WithHotKeys("other")}} { // sharded and not
 			l := newShard(t, next, opts...)
 			require.Equal(t, sluice.CapabilitiesOf(next), l.Capabilities())
-			unsupported := func(err error) {
-				t.Helper()
-				require.ErrorIs(t, err, sluice.ErrUnsupported)
-				require.ErrorContains(t, err, "shard")
-			}
-			_, err := l.Refund(t.Context(), "k", limit, 1)
-			unsupported(err)
-			_, err = l.AllowBatch(t.Context(), []sluice.Request{{Key: "k", Limit: limit, N: 1}})
-			unsupported(err)
-			_, err = l.Capacity("k", limit)
-			unsupported(err)
-			_, err = l.Lease(t.Context(), sluice.LeaseRequest{Key: "k", Limit: limit, Holder: 1, Cost: 1, Hold: time.Second})
-			unsupported(err)
-			_, err = l.Release(t.Context(), "k", limit, 1, 1)
-			unsupported(err)
+			sluicetest.RequireUnsupported(t, l, "shard")
 			if _, ok := next.(resetOnly); ok {
 				require.NoError(t, l.Reset(t.Context(), "k"))
-			} else {
-				unsupported(l.Reset(t.Context(), "k"))
 			}
 			// AllowN works whatever next serves.
 			d, err := l.AllowN(t.Context(), "k", limit, 1)
@@ -663,36 +629,13 @@ func TestCapabilitiesAreThoseOfNext(t *testing.T) {
 	require.Zero(t, b.store.Len()-2, "only the AllowN calls reached the store: the key and one share")
 }
 
-// fakeLeaser records the leases and releases it is asked for, and answers
-// as a limit with nothing reserved would.
-type fakeLeaser struct {
-	*tokenbucket.Limiter
-	mu       sync.Mutex
-	leases   []sluice.LeaseRequest
-	releases []string // key and limit of each release
-}
-
-func (f *fakeLeaser) Lease(_ context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.leases = append(f.leases, req)
-	return sluice.Grant{
-		Decision: sluice.Decision{Allowed: true, Limit: req.Limit, Remaining: req.Limit.Burst - req.Cost - req.Extra},
-		Extra:    req.Extra,
-		Expires:  req.Hold,
-	}, nil
-}
-
-func (f *fakeLeaser) Release(_ context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.releases = append(f.releases, fmt.Sprintf("%s %s", key, limit))
-	return sluice.Decision{Allowed: true, Limit: limit, Remaining: limit.Burst}, nil
-}
-
 func TestLeaseRoutesAHolderToOneShare(t *testing.T) {
 	b := newBucket(t)
-	f := &fakeLeaser{Limiter: b.tb}
+	// f records the leases and releases it is asked for, and answers as a
+	// limit with nothing reserved would.
+	f := &sluicetest.RecordingLeaser{Next: b.tb, FullLimit: true}
+	lastLease := func() sluice.LeaseRequest { leases := f.Leases(); return leases[len(leases)-1] }
+	lastRelease := func() sluicetest.ReleaseCall { releases := f.Releases(); return releases[len(releases)-1] }
 	l := newShard(t, f, shard.WithShards(4), shard.WithHotKeys("hot"))
 	require.True(t, sluice.Supports(l, sluice.CanLease))
 	limit := sluice.Limit{Rate: 400, Period: time.Second, Burst: 400}
@@ -703,7 +646,7 @@ func TestLeaseRoutesAHolderToOneShare(t *testing.T) {
 		for range 2 { // the same share every time
 			g, err := l.Lease(t.Context(), sluice.LeaseRequest{Key: "hot", Limit: limit, Holder: holder, Cost: 1, Extra: 9, Hold: time.Second})
 			require.NoError(t, err)
-			got := f.leases[len(f.leases)-1]
+			got := lastLease()
 			require.Equal(t, shard.SubKey("hot", i, 4), got.Key)
 			require.Equal(t, shard.Share(limit, 4, i), got.Limit)
 			require.Equal(t, holder, got.Holder)
@@ -714,28 +657,28 @@ func TestLeaseRoutesAHolderToOneShare(t *testing.T) {
 		}
 		d, err := l.Release(t.Context(), "hot", limit, holder, 5)
 		require.NoError(t, err)
-		require.Equal(t, fmt.Sprintf("%s %s", shard.SubKey("hot", i, 4), shard.Share(limit, 4, i)), f.releases[len(f.releases)-1],
+		require.Equal(t, sluicetest.ReleaseCall{Key: shard.SubKey("hot", i, 4), Limit: shard.Share(limit, 4, i), Holder: holder, Unspent: 5}, lastRelease(),
 			"the release goes where the lease went")
 		require.Equal(t, limit, d.Limit)
 		require.Equal(t, limit.Burst, d.Remaining)
 	}
 	require.Len(t, used, 4, "holders spread over the shares")
 
-	leases := len(f.leases)
+	leases := len(f.Leases())
 	_, err := l.Lease(t.Context(), sluice.LeaseRequest{Key: "hot", Limit: limit, Holder: 1, Cost: 101, Hold: time.Second})
 	require.ErrorIs(t, err, sluice.ErrCostExceedsBurst, "a cost must fit one share")
-	require.Len(t, f.leases, leases, "and is refused before asking")
+	require.Len(t, f.Leases(), leases, "and is refused before asking")
 
 	// A key that is not sharded is leased whole.
 	g, err := l.Lease(t.Context(), sluice.LeaseRequest{Key: "cold", Limit: limit, Holder: 1, Cost: 1, Extra: 9, Hold: time.Second})
 	require.NoError(t, err)
-	require.Equal(t, "cold", f.leases[len(f.leases)-1].Key)
-	require.Equal(t, limit, f.leases[len(f.leases)-1].Limit)
+	require.Equal(t, "cold", lastLease().Key)
+	require.Equal(t, limit, lastLease().Limit)
 	require.Equal(t, int64(390), g.Decision.Remaining)
 	require.False(t, g.Decision.Estimated)
 	_, err = l.Release(t.Context(), "cold", limit, 1, 0)
 	require.NoError(t, err)
-	require.Equal(t, fmt.Sprintf("cold %s", limit), f.releases[len(f.releases)-1])
+	require.Equal(t, sluicetest.ReleaseCall{Key: "cold", Limit: limit, Holder: 1, Unspent: 0}, lastRelease())
 }
 
 // TestLeaseOnTheTokenBucket: a holder's reservation lands on its share's

@@ -1,9 +1,7 @@
 package sluiceotel_test
 
 import (
-	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,41 +15,9 @@ import (
 	"github.com/sluicehq/sluice/denycache"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluiceotel"
+	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/memstore"
 )
-
-// release is one call of Leaser.Release.
-type release struct {
-	key             string
-	limit           sluice.Limit
-	holder, unspent int64
-}
-
-// leaser serves leases, recording each lease and release.
-type leaser struct {
-	scripted
-	grant      sluice.Grant
-	freed      sluice.Decision
-	releaseErr error
-
-	mu       sync.Mutex
-	leases   []sluice.LeaseRequest
-	releases []release
-}
-
-func (f *leaser) Lease(_ context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.leases = append(f.leases, req)
-	return f.grant, nil
-}
-
-func (f *leaser) Release(_ context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.releases = append(f.releases, release{key, limit, holder, unspent})
-	return f.freed, f.releaseErr
-}
 
 var (
 	capLimit = sluice.PerSecond(10)
@@ -61,43 +27,23 @@ var (
 func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
 	l, _, _ := setup(t, scripted{d: sluice.Decision{Allowed: true}})
 	require.Equal(t, sluice.Capability(0), l.Capabilities())
-	ctx := t.Context()
-	_, err := l.Refund(ctx, "k", capLimit, 1)
-	require.ErrorIs(t, err, sluice.ErrUnsupported)
-	require.ErrorIs(t, l.Reset(ctx, "k"), sluice.ErrUnsupported)
-	_, err = l.AllowBatch(ctx, []sluice.Request{{Key: "k", Limit: capLimit, N: 1}})
-	require.ErrorIs(t, err, sluice.ErrUnsupported)
-	_, err = l.Capacity("k", capLimit)
-	require.ErrorIs(t, err, sluice.ErrUnsupported)
-	_, err = l.Lease(ctx, leaseReq)
-	require.ErrorIs(t, err, sluice.ErrUnsupported)
-	for _, want := range []string{"sluiceotel", "scripted", "lease"} {
-		require.ErrorContains(t, err, want)
-	}
-	_, err = l.Release(ctx, "k", capLimit, 42, 1)
-	require.ErrorIs(t, err, sluice.ErrUnsupported)
+	sluicetest.RequireUnsupported(t, l, "sluiceotel", "scripted")
 
-	d, err := l.AllowN(ctx, "k", capLimit, 1)
+	d, err := l.AllowN(t.Context(), "k", capLimit, 1)
 	require.NoError(t, err)
 	require.True(t, d.Allowed, "AllowN is served")
 }
 
 func TestLeaseAndReleaseAreForwardedAndRecorded(t *testing.T) {
-	next := &leaser{
-		grant: sluice.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
-		freed: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 7},
+	next := &sluicetest.RecordingLeaser{
+		Next:  scripted{},
+		Grant: sluice.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
+		Freed: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 7},
 	}
 	l, spans, reader := setup(t, next, sluiceotel.WithKeyAttribute())
 	require.Equal(t, sluice.CanLease, l.Capabilities())
 
-	g, err := l.Lease(t.Context(), leaseReq)
-	require.NoError(t, err)
-	require.Equal(t, next.grant, g)
-	d, err := l.Release(t.Context(), "user:42", capLimit, 42, 3)
-	require.NoError(t, err)
-	require.Equal(t, next.freed, d)
-	require.Equal(t, []sluice.LeaseRequest{leaseReq}, next.leases)
-	require.Equal(t, []release{{"user:42", capLimit, 42, 3}}, next.releases)
+	next.RequireLeaseForwarded(t, l, leaseReq, 3)
 
 	got := spans.GetSpans()
 	require.Len(t, got, 2)
@@ -132,8 +78,8 @@ func TestLeaseAndReleaseAreForwardedAndRecorded(t *testing.T) {
 	require.Equal(t, map[string]int64{"allowed": 1}, decisions, "the lease's decision counts; the release does not")
 
 	// A failed release is a span error.
-	next.releaseErr = errors.New("connection refused")
-	_, err = l.Release(t.Context(), "user:42", capLimit, 42, 3)
+	next.FailReleases(errors.New("connection refused"))
+	_, err := l.Release(t.Context(), "user:42", capLimit, 42, 3)
 	require.ErrorContains(t, err, "connection refused")
 	last := spans.GetSpans()[2]
 	require.Equal(t, "sluice.release", last.Name)
