@@ -71,6 +71,8 @@ func (l Limit) Validate() error {
 		return limitError(l, fmt.Sprintf("period must be at least %s", MinPeriod))
 	case l.Period > MaxPeriod:
 		return limitError(l, fmt.Sprintf("period must be at most %s", MaxPeriod))
+	case l.Period%time.Microsecond != 0:
+		return limitError(l, "period must be a whole number of microseconds (the scripts' unit), or a fraction would be dropped and the limit enforced above itself")
 	case l.Rate > l.PeriodMicros():
 		return limitError(l, "rate must be at most one event per microsecond of period (1,000,000 per second)")
 	case l.Burst < 1:

@@ -2,6 +2,7 @@ package sluice_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +81,19 @@ func TestScriptErrorMapping(t *testing.T) {
 	require.Equal(t, other, sluice.ScriptError(other))
 	require.ErrorIs(t, sluice.ValidateKey(""), sluice.ErrInvalidKey)
 	require.NoError(t, sluice.ValidateKey("k"))
+}
+
+// TestAPeriodOfPartMicrosecondsIsRefused: the scripts count in whole
+// microseconds, so a Period with a fraction of one would be truncated and
+// enforced above the limit (1000 per 1.0005 ms as 1000 per 1000 µs).
+func TestAPeriodOfPartMicrosecondsIsRefused(t *testing.T) {
+	l := sluice.Limit{Rate: 1000, Period: 1000500 * time.Nanosecond, Burst: 1000}
+	err := l.Validate()
+	if !errors.Is(err, sluice.ErrInvalidLimit) || !strings.Contains(err.Error(), "microsecond") {
+		t.Fatalf("Validate() = %v, want an ErrInvalidLimit naming whole microseconds", err)
+	}
+	l.Period = 1001 * time.Microsecond
+	if err := l.Validate(); err != nil {
+		t.Fatalf("a whole number of microseconds: %v", err)
+	}
 }

@@ -6,9 +6,10 @@
 //
 // For each call of AllowN, AllowBatch and Lease, in order:
 //
-//  1. The key and limit are validated (and a batch's costs, and a lease
-//     request's every field); bad input is an error, whatever the state
-//     of the store.
+//  1. The key, the limit and the cost are validated by the wrapped
+//     algorithm's own rules (and a lease request's every field); bad
+//     input is an error, whatever the state of the store
+//     (TestBadInputIsAnErrorWhateverTheBreaker).
 //  2. A caller's context that is already done is returned as its error.
 //  3. If the breaker is open (or half-open with its probes in flight), the
 //     policy decides at once: no command reaches the store.

@@ -230,10 +230,9 @@ func (l *Limiter) State() BreakerState { return breakerState(l.breaker.State()) 
 // AllowN decides through the store when it can, and by the policy when it
 // cannot; see the package documentation for the order of operations.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
-	if err := sluice.ValidateKey(key); err != nil {
-		return sluice.Decision{}, fmt.Errorf("fallback: %w", err)
-	}
-	if err := limit.Validate(); err != nil {
+	// Bad input is an error whatever the state of the store: the wrapped
+	// algorithm's own rules, before any policy.
+	if err := sluice.CheckRequest(l.next, key, limit, n); err != nil {
 		return sluice.Decision{}, fmt.Errorf("fallback: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
