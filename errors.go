@@ -32,6 +32,11 @@ var (
 	// retried with its keys split by slot. Keys built with [Key] and one
 	// tag share a slot.
 	ErrCrossSlot = errors.New("sluice: keys of one call hash to different cluster slots")
+
+	// ErrNilContext is returned by every method that takes a context
+	// (decisions, refunds, resets, batches, leases, a store's Run) when
+	// it is given a nil one, before anything is sent.
+	ErrNilContext = errors.New("sluice: nil context (use context.Background())")
 )
 
 // LimitError describes a Limit that cannot be enforced. It wraps

@@ -176,6 +176,9 @@ const (
 // AllowN decides one request: at once when a call slot is free, else with
 // the next batch.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	if err := ctx.Err(); err != nil {
 		return sluice.Decision{}, err
 	}
@@ -250,6 +253,9 @@ var waiterPool = sync.Pool{New: func() any { return &waiter{done: make(chan stru
 
 // AllowBatch passes a caller's own batch to the wrapped limiter.
 func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
 	return l.next.AllowBatch(ctx, reqs)
 }
 
@@ -260,11 +266,17 @@ func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesO
 // Refund passes a refund straight to the wrapped limiter (refunds are
 // rare; they are not batched).
 func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	return forward.Refund(ctx, "coalesce", l.next, key, limit, n)
 }
 
 // Reset passes a reset straight to the wrapped limiter.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if ctx == nil {
+		return sluice.ErrNilContext
+	}
 	return forward.Reset(ctx, "coalesce", l.next, key)
 }
 
@@ -277,11 +289,17 @@ func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
 // Lease passes a lease request straight to the wrapped limiter: leases
 // are not batched (a lease decorator already makes them rare).
 func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	if ctx == nil {
+		return sluice.Grant{}, sluice.ErrNilContext
+	}
 	return forward.Lease(ctx, "coalesce", l.next, req)
 }
 
 // Release passes a release straight to the wrapped limiter.
 func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	return forward.Release(ctx, "coalesce", l.next, key, limit, holder, unspent)
 }
 

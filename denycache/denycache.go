@@ -147,6 +147,9 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 // AllowN denies locally a request that a remembered denial covers, and
 // asks the wrapped limiter otherwise.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	k := entryKey{key, limit}
 	if n > 0 {
 		if d, ok := l.lookup(k, n); ok {
@@ -250,6 +253,9 @@ func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesO
 // Refund forgets key's denials (the refund makes room they do not know
 // of) and passes the refund to the wrapped limiter.
 func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	if !sluice.Supports(l.next, sluice.CanRefund) {
 		return sluice.Decision{}, sluice.Unsupported("denycache", sluice.CanRefund, l.next)
 	}
@@ -259,6 +265,9 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n 
 
 // Reset forgets key's denials and passes the reset to the wrapped limiter.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if ctx == nil {
+		return sluice.ErrNilContext
+	}
 	if !sluice.Supports(l.next, sluice.CanReset) {
 		return sluice.Unsupported("denycache", sluice.CanReset, l.next)
 	}
@@ -270,6 +279,9 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // denial covers is denied locally, and the others go to the wrapped
 // limiter as one batch, whose denials are remembered in turn.
 func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
 	if !sluice.Supports(l.next, sluice.CanBatch) {
 		return nil, sluice.Unsupported("denycache", sluice.CanBatch, l.next)
 	}
@@ -321,6 +333,9 @@ func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
 // not remembered. A lease that takes tokens forgets the key's remembered
 // denials under its limit, as an allowed AllowN does.
 func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	if ctx == nil {
+		return sluice.Grant{}, sluice.ErrNilContext
+	}
 	g, err := forward.Lease(ctx, "denycache", l.next, req)
 	if err == nil && g.Allowed && req.Cost+g.Extra > 0 {
 		l.drop(entryKey{req.Key, req.Limit})
@@ -331,6 +346,9 @@ func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Gr
 // Release forgets key's denials (the tokens given back make room they do
 // not know of) and passes the release to the wrapped limiter.
 func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	if !sluice.Supports(l.next, sluice.CanLease) {
 		return sluice.Decision{}, sluice.Unsupported("denycache", sluice.CanLease, l.next)
 	}

@@ -230,6 +230,9 @@ func (l *Limiter) State() BreakerState { return breakerState(l.breaker.State()) 
 // AllowN decides through the store when it can, and by the policy when it
 // cannot; see the package documentation for the order of operations.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	// Bad input is an error whatever the state of the store: the wrapped
 	// algorithm's own rules, before any policy.
 	if err := sluice.CheckRequest(l.next, key, limit, n); err != nil {
@@ -257,6 +260,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 // within the time budget and the breaker, and each request by the policy
 // when it cannot. It needs a wrapped limiter that takes batches.
 func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
 	if !sluice.Supports(l.next, sluice.CanBatch) {
 		return nil, sluice.Unsupported("fallback", sluice.CanBatch, l.next)
 	}
@@ -347,6 +353,9 @@ func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesO
 // but not through the breaker or the policy: a refund that fails is an
 // error (the tokens stay spent, which errs on the safe side).
 func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	return forward.Refund(ctx, "fallback", l.next, key, limit, n)
@@ -354,6 +363,9 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n 
 
 // Reset passes a reset to the wrapped limiter, within the time budget.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if ctx == nil {
+		return sluice.ErrNilContext
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	return forward.Reset(ctx, "fallback", l.next, key)
@@ -371,6 +383,9 @@ func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
 // (its Source names the policy), with no Extra, nothing reserved and
 // Expires 0, so the holder must stop spending what it held.
 func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	if ctx == nil {
+		return sluice.Grant{}, sluice.ErrNilContext
+	}
 	if !sluice.Supports(l.next, sluice.CanLease) {
 		return sluice.Grant{}, sluice.Unsupported("fallback", sluice.CanLease, l.next)
 	}
@@ -404,6 +419,9 @@ func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Gr
 // error (the tokens stay reserved until the hold ends, which errs on the
 // safe side).
 func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	return forward.Release(ctx, "fallback", l.next, key, limit, holder, unspent)

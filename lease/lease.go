@@ -290,6 +290,9 @@ var ErrClosed = errors.New("lease: limiter closed")
 // AllowN decides n against key's limit: from the process's lease when it
 // holds n, else by the shared limit.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	if err := sluice.ValidateKey(key); err != nil {
 		return sluice.Decision{}, fmt.Errorf("lease: %w", err)
 	}
@@ -767,6 +770,9 @@ func (l *Limiter) Capabilities() sluice.Capability {
 // the rest go to the wrapped limiter's Refund, which does not see
 // reservations.
 func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	if err := sluice.CheckRequest(l.next, key, limit, n); err != nil {
 		return sluice.Decision{}, fmt.Errorf("lease: %w", err)
 	}
@@ -796,6 +802,9 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n 
 // released, before the reset) and resets the wrapped limiter's state of
 // key.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if ctx == nil {
+		return sluice.ErrNilContext
+	}
 	if !sluice.Supports(l.next, sluice.CanReset) {
 		return sluice.Unsupported("lease", sluice.CanReset, l.next)
 	}
@@ -828,6 +837,9 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 
 // AllowBatch decides each request as AllowN does, in order.
 func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
 	if !sluice.Supports(l.next, sluice.CanBatch) {
 		return nil, sluice.Unsupported("lease", sluice.CanBatch, l.next)
 	}

@@ -189,6 +189,9 @@ func New(store sluice.Store, opts ...Option) (*Limiter, error) {
 // AllowN checks a request of cost n against every check, all or nothing.
 // n == 0 peeks.
 func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision, error) {
+	if ctx == nil {
+		return Decision{}, sluice.ErrNilContext
+	}
 	if len(checks) == 0 || len(checks) > maxLimits {
 		return Decision{}, fmt.Errorf("multilimit: %w: 1 to %d checks, got %d", sluice.ErrInvalidLimit, maxLimits, len(checks))
 	}

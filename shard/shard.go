@@ -371,6 +371,9 @@ func scale(rem, part, whole int64) int64 {
 // AllowN decides n against key's limit: directly for a key that is not
 // sharded, through one or two of its shares for one that is.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	if !l.Sharded(key) {
 		return l.next.AllowN(ctx, key, limit, n)
 	}
@@ -417,6 +420,9 @@ func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesO
 // longest of theirs (see the package documentation). An error after some
 // shares were refunded leaves them refunded.
 func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	r, ok := l.next.(sluice.Refunder)
 	if !ok || !sluice.Supports(l.next, sluice.CanRefund) {
 		return sluice.Decision{}, sluice.Unsupported(pkg, sluice.CanRefund, l.next)
@@ -512,6 +518,9 @@ func refundPlan(p *plan, state []sluice.Decision, n int64) []int64 {
 // shares depends on the limit, which Reset is not given): up to S × (S +
 // 1) / 2 + 1 keys, reset 16 at a time.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if ctx == nil {
+		return sluice.ErrNilContext
+	}
 	r, ok := l.next.(sluice.Resetter)
 	if !ok || !sluice.Supports(l.next, sluice.CanReset) {
 		return sluice.Unsupported(pkg, sluice.CanReset, l.next)
@@ -547,6 +556,9 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // store reports [sluice.ErrCrossSlot]; each part is then decided on its own,
 // and an error of a part is its requests' Err.
 func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
 	if l.batch == nil {
 		return nil, sluice.Unsupported(pkg, sluice.CanBatch, l.next)
 	}
@@ -678,6 +690,9 @@ func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
 // much the others have left. req.Cost must fit the smallest share, as
 // AllowN's n must.
 func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	if ctx == nil {
+		return sluice.Grant{}, sluice.ErrNilContext
+	}
 	le, ok := l.next.(sluice.Leaser)
 	if !ok || !sluice.Supports(l.next, sluice.CanLease) {
 		return sluice.Grant{}, sluice.Unsupported(pkg, sluice.CanLease, l.next)
@@ -706,6 +721,9 @@ func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Gr
 // the holder's share, where its Lease went. The Decision is about the
 // whole limit.
 func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	le, ok := l.next.(sluice.Leaser)
 	if !ok || !sluice.Supports(l.next, sluice.CanLease) {
 		return sluice.Decision{}, sluice.Unsupported(pkg, sluice.CanLease, l.next)

@@ -207,6 +207,9 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 
 // AllowN decides through the wrapped limiter and records the decision.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	ctx, span := l.tracer.Start(ctx, "sluice.decision", trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
 	start := time.Now()
@@ -257,6 +260,9 @@ func (l *Limiter) record(ctx context.Context, elapsed float64, d sluice.Decision
 // ("sluice.batch", with the batch's size as sluice.batch.size), and counts
 // each request's decision in the metrics, with the batch's duration.
 func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
 	ctx, span := l.tracer.Start(ctx, "sluice.batch", trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
 	start := time.Now()
@@ -284,11 +290,17 @@ func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesO
 
 // Refund passes a refund to the wrapped limiter; it is not recorded.
 func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	return forward.Refund(ctx, "sluiceotel", l.next, key, limit, n)
 }
 
 // Reset passes a reset to the wrapped limiter; it is not recorded.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if ctx == nil {
+		return sluice.ErrNilContext
+	}
 	return forward.Reset(ctx, "sluiceotel", l.next, key)
 }
 
@@ -302,6 +314,9 @@ func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
 // beyond the cost as sluice.lease.extra), and counts the decision of
 // req.Cost in the metrics as AllowN does.
 func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	if ctx == nil {
+		return sluice.Grant{}, sluice.ErrNilContext
+	}
 	ctx, span := l.tracer.Start(ctx, "sluice.lease", trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
 	start := time.Now()
@@ -320,6 +335,9 @@ func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Gr
 // ("sluice.release", with sluice.lease.unspent); like a refund, it is not
 // counted in the metrics.
 func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	ctx, span := l.tracer.Start(ctx, "sluice.release", trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
 	d, err := forward.Release(ctx, "sluiceotel", l.next, key, limit, holder, unspent)

@@ -139,6 +139,9 @@ func (l *Limiter) batchError(code int64) error {
 // fails the whole call before anything is sent. On Redis Cluster all the
 // keys must share a slot (sluice.Key with one tag); the caller groups them.
 func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
 	if len(reqs) == 0 || len(reqs) > MaxBatch {
 		return nil, fmt.Errorf("%s: %w: a batch holds 1 to %d requests, got %d", l.spec.Name, sluice.ErrInvalidCost, MaxBatch, len(reqs))
 	}

@@ -283,6 +283,9 @@ func leaseOp(tx sluice.LocalTx, key, ledgerKey string, args []int64, now int64) 
 
 // Lease serves [sluice.Leaser] for a bucket algorithm (Spec.Leases).
 func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+	if ctx == nil {
+		return sluice.Grant{}, sluice.ErrNilContext
+	}
 	if err := l.checkLease(req); err != nil {
 		return sluice.Grant{}, err
 	}
@@ -299,6 +302,9 @@ func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Gr
 // sent ([sluice.RequestError]). On Redis Cluster all the keys must share a
 // slot; the caller groups them.
 func (l *Limiter) LeaseBatch(ctx context.Context, reqs []sluice.LeaseRequest) ([]sluice.LeaseResult, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
 	if len(reqs) == 0 || len(reqs) > MaxBatch {
 		return nil, fmt.Errorf("%s: %w: a batch holds 1 to %d requests, got %d", l.spec.Name, sluice.ErrInvalidCost, MaxBatch, len(reqs))
 	}
@@ -373,6 +379,9 @@ func (l *Limiter) parseGrant(reply []int64, req sluice.LeaseRequest) (sluice.Gra
 
 // Release serves [sluice.Leaser] for a bucket algorithm (Spec.Leases).
 func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	if !l.spec.Leases {
 		return sluice.Decision{}, fmt.Errorf("%s: %w: the algorithm cannot lease", l.spec.Name, sluice.ErrUnsupported)
 	}

@@ -266,6 +266,9 @@ func (s *Spec) CheckCost(limit sluice.Limit, n int64) error {
 
 // AllowN decides a request of cost n (0 peeks).
 func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	if err := l.check(key, limit); err != nil {
 		return sluice.Decision{}, err
 	}
@@ -278,6 +281,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 // Refund gives n cost units back to key, as if a request had not used
 // them. It returns the state after the refund, with Allowed true.
 func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	if ctx == nil {
+		return sluice.Decision{}, sluice.ErrNilContext
+	}
 	if err := l.check(key, limit); err != nil {
 		return sluice.Decision{}, err
 	}
@@ -292,6 +298,9 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n 
 
 // Reset deletes key's state: the next request sees a fresh limit.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if ctx == nil {
+		return sluice.ErrNilContext
+	}
 	if err := sluice.ValidateKey(key); err != nil {
 		return fmt.Errorf("%s: %w", l.spec.Name, err)
 	}

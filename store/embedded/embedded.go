@@ -89,6 +89,9 @@ func (s *Store) moveTTLs(now time.Time) {
 
 // Run runs script on the embedded server.
 func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
 	return s.store.Run(ctx, script, keys, args)
 }
 

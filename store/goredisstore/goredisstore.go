@@ -39,6 +39,9 @@ func New(client redis.Scripter) *Store {
 // Run runs script with EVALSHA, and once with EVAL if the server does not
 // have it cached.
 func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
 	if s.client == nil {
 		return nil, errors.New("goredisstore: nil client")
 	}
@@ -62,6 +65,9 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 // into every shard, on a failover client into the current primary only (a
 // failover empties the cache again; Run recovers from that on its own).
 func (s *Store) Load(ctx context.Context, scripts ...*sluice.Script) error {
+	if ctx == nil {
+		return sluice.ErrNilContext
+	}
 	if s.client == nil {
 		return errors.New("goredisstore: nil client")
 	}

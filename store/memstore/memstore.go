@@ -88,6 +88,9 @@ func NewWithClock(clock sluice.Clock) *Store {
 // Run runs script's Go twin atomically with respect to every other Run on
 // the keys it names.
 func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -49,6 +49,9 @@ func New(client rueidis.Client) *Store {
 // Run runs script with EVALSHA, and once with EVAL if the server does not
 // have it cached.
 func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
 	if s.client == nil {
 		return nil, errors.New("rueidisstore: nil client")
 	}
@@ -90,6 +93,9 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 // so that the first request after start does not pay the NOSCRIPT round
 // trip.
 func (s *Store) Load(ctx context.Context, scripts ...*sluice.Script) error {
+	if ctx == nil {
+		return sluice.ErrNilContext
+	}
 	if s.client == nil {
 		return errors.New("rueidisstore: nil client")
 	}
