@@ -53,7 +53,8 @@ elseif count + math.max(cost, 1) > rate then
   local m = redis.call('ZRANGEBYSCORE', key, in_window, '+inf', 'WITHSCORES', 'LIMIT', leaving - 1, 1)
   retry_after = tonumber(m[2]) + period_us - now
 elseif cost > 0 and not dry then
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', oldest_out)
+  -- ZADD is the first write: over maxmemory Redis refuses it (and so the
+  -- script) before anything is written; a cleanup first would let it by.
   local at = string.format('%d', now)
   local seq = redis.call('ZCOUNT', key, at, at)
   local args = {}
@@ -68,6 +69,7 @@ elseif cost > 0 and not dry then
   if #args > 0 then
     redis.call('ZADD', key, unpack(args))
   end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', oldest_out)
   count = count + cost
   write = true
 end

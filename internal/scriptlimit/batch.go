@@ -52,6 +52,7 @@ const (
 	batchInvalidKey
 	batchInvalidState
 	batchOther
+	batchOOM // Redis over maxmemory refused the request's first write
 )
 
 var (
@@ -110,6 +111,7 @@ var batchCodes = []struct {
 	{batchInvalidLimit, "SLUICE_INVALID_LIMIT"}, {batchInvalidCost, "SLUICE_INVALID_COST"},
 	{batchCostExceedsBurst, "SLUICE_COST_EXCEEDS_BURST"}, {batchInvalidKey, "SLUICE_INVALID_KEY"},
 	{batchInvalidState, "SLUICE_INVALID_STATE"}, {batchInvalidState, "WRONGTYPE"},
+	{batchOOM, "OOM"},
 }
 
 // batchErrorCode is batch.lua's error_code: the code for an error message.
@@ -125,6 +127,9 @@ func batchErrorCode(msg string) int64 {
 // batchError turns a batch reply's error code into the error AllowN would
 // have returned for the request.
 func (l *Limiter) batchError(code int64) error {
+	if code == batchOOM {
+		return fmt.Errorf("%s: OOM command not allowed when used memory > 'maxmemory' (the request's first write, in a batch)", l.spec.Name)
+	}
 	for _, c := range batchCodes {
 		if c.code == code {
 			err := sluice.ScriptError(errors.New(c.prefix + " the script rejected the request"))

@@ -11,8 +11,8 @@
 -- before anything was written for it (its arguments, or its key holding
 -- data of another kind); code: 1 SLUICE_INVALID_LIMIT, 2
 -- SLUICE_INVALID_COST, 3 SLUICE_COST_EXCEEDS_BURST, 4 SLUICE_INVALID_KEY,
--- 5 SLUICE_INVALID_STATE or WRONGTYPE, 6 anything else. Keep in step
--- with batch.go.
+-- 5 SLUICE_INVALID_STATE or WRONGTYPE, 6 anything else, 7 OOM (Redis over
+-- maxmemory refused the request's first write). Keep in step with batch.go.
 
 -- A key that appears once in the batch is decided by body_direct, on redis
 -- itself. A key that appears more than once is decided by body_cached,
@@ -90,7 +90,7 @@ local redis = setmetatable({
 
 local ERROR_CODES = {
   {'SLUICE_INVALID_LIMIT', 1}, {'SLUICE_INVALID_COST', 2}, {'SLUICE_COST_EXCEEDS_BURST', 3},
-  {'SLUICE_INVALID_KEY', 4}, {'SLUICE_INVALID_STATE', 5}, {'WRONGTYPE', 5},
+  {'SLUICE_INVALID_KEY', 4}, {'SLUICE_INVALID_STATE', 5}, {'WRONGTYPE', 5}, {'OOM', 7},
 }
 local function error_code(e)
   local msg = type(e) == 'table' and e.err or tostring(e)

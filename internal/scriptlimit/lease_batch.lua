@@ -7,7 +7,7 @@
 -- if it was rejected before anything was written for it; codes as in
 -- batch.lua (1 SLUICE_INVALID_LIMIT, 2 SLUICE_INVALID_COST,
 -- 3 SLUICE_COST_EXCEEDS_BURST, 4 SLUICE_INVALID_KEY, 5 SLUICE_INVALID_STATE
--- or WRONGTYPE, 6 anything else).
+-- or WRONGTYPE, 6 anything else, 7 OOM).
 
 local m = #KEYS / 2
 if m < 1 or m > 256 or m ~= math.floor(m) then
@@ -29,7 +29,7 @@ end
 
 local codes = {
   {'SLUICE_INVALID_LIMIT', 1}, {'SLUICE_INVALID_COST', 2}, {'SLUICE_COST_EXCEEDS_BURST', 3},
-  {'SLUICE_INVALID_KEY', 4}, {'SLUICE_INVALID_STATE', 5}, {'WRONGTYPE', 5},
+  {'SLUICE_INVALID_KEY', 4}, {'SLUICE_INVALID_STATE', 5}, {'WRONGTYPE', 5}, {'OOM', 7},
 }
 local out = {}
 for i = 0, m - 1 do
