@@ -1,9 +1,13 @@
 package sluice
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
+	"time"
 )
 
 var (
@@ -136,4 +140,37 @@ func ScriptError(err error) error {
 // msg is either that message or a store's wrapping, "store: message".
 func hasCode(msg, code string) bool {
 	return strings.HasPrefix(msg, code) || strings.Contains(msg, ": "+code)
+}
+
+// CallerDeadline reports whether err, a call's failure under ctx, is the
+// caller's deadline rather than the store's fault: a timeout (a network
+// timeout, os.ErrDeadlineExceeded, context.DeadlineExceeded) when ctx is
+// done or its deadline has passed. It then returns an error wrapping
+// context.DeadlineExceeded (and err's text); else nil. The clients enforce
+// a context's deadline on the socket and return "i/o timeout" a moment
+// before the context itself says it is done, and the stores and the
+// fallback decorator use CallerDeadline so that a caller's short deadline
+// is its own error, never counted against the store.
+func CallerDeadline(ctx context.Context, err error) error {
+	if err == nil || ctx == nil || !IsTimeout(err) {
+		return nil
+	}
+	if ctx.Err() == nil {
+		deadline, ok := ctx.Deadline()
+		if !ok || time.Now().Before(deadline) {
+			return nil
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+}
+
+// IsTimeout reports whether err is a timeout: a network timeout,
+// os.ErrDeadlineExceeded or context.DeadlineExceeded.
+func IsTimeout(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.As(err, &netErr) && netErr.Timeout()
 }

@@ -312,6 +312,7 @@ func (l *Limiter) through(ctx context.Context, call func(context.Context) error)
 		return false, nil
 	}
 
+	start := time.Now()
 	callCtx, cancel := context.WithTimeout(ctx, l.timeout)
 	result := make(chan error, 1)
 	go func() {
@@ -337,12 +338,29 @@ func (l *Limiter) through(ctx context.Context, call func(context.Context) error)
 	case ctx.Err() != nil:
 		done(errExcluded) // the caller gave up: says nothing about the store
 		return false, ctx.Err()
+	case l.cutByCaller(ctx, start, callErr):
+		// The caller's deadline, shorter than the budget, cut the call
+		// (the clients say "i/o timeout" a moment before ctx is done): it
+		// is the caller's error, and says nothing about the store.
+		done(errExcluded)
+		return false, context.DeadlineExceeded
 	case IsConfigError(callErr):
 		done(errExcluded) // not the store's health: surface it, do not trip
 		return false, callErr
 	}
 	done(callErr)
 	return false, nil
+}
+
+// cutByCaller reports whether a call started at start failed because the
+// caller's own deadline, earlier than the time budget's, cut it: a timeout
+// once that deadline has passed or is upon it.
+func (l *Limiter) cutByCaller(ctx context.Context, start time.Time, err error) bool {
+	deadline, ok := ctx.Deadline()
+	if !ok || !deadline.Before(start.Add(l.timeout)) {
+		return false // the budget, not the caller, bounded the call
+	}
+	return (sluice.IsTimeout(err) || errors.Is(err, ErrTimeout)) && !time.Now().Add(time.Millisecond).Before(deadline)
 }
 
 // Capabilities reports what the Limiter serves: what the limiter it wraps

@@ -54,6 +54,9 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 		res, err = s.client.Eval(ctx, script.Source(), keys, argv...).Result()
 	}
 	if err != nil {
+		if deadline := sluice.CallerDeadline(ctx, err); deadline != nil {
+			return nil, fmt.Errorf("goredisstore: %w", deadline)
+		}
 		return nil, fmt.Errorf("goredisstore: %w", err)
 	}
 	return intReplies(res)

@@ -72,6 +72,9 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 		res = s.client.Do(ctx, b.Eval().Script(script.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build())
 	}
 	if err := res.Error(); err != nil {
+		if deadline := sluice.CallerDeadline(ctx, err); deadline != nil {
+			return nil, fmt.Errorf("rueidisstore: %w", deadline)
+		}
 		return nil, fmt.Errorf("rueidisstore: %w", err)
 	}
 	arr, err := res.ToArray()
