@@ -279,6 +279,7 @@ func TestBadInput(t *testing.T) {
 
 func TestLocalShare(t *testing.T) {
 	require.Equal(t, sluice.Limit{Rate: 33, Period: time.Second, Burst: 3}, fallback.LocalShare(sluice.Limit{Rate: 100, Period: time.Second, Burst: 10}, 3))
-	require.Equal(t, sluice.Limit{Rate: 1, Period: time.Second, Burst: 1}, fallback.LocalShare(sluice.PerSecond(2), 10), "at least 1")
+	require.Equal(t, sluice.Limit{Rate: 1, Period: 5 * time.Second, Burst: 1}, fallback.LocalShare(sluice.PerSecond(2), 10), "a rate below N: 1 per 5 s, never above 2/s over 10")
+	require.Equal(t, sluice.Limit{Rate: 1, Period: 4 * time.Second, Burst: 1}, fallback.LocalShare(sluice.PerSecond(3), 10), "rounded to a slower rate, 1 per 4 s")
 	require.Equal(t, sluice.PerSecond(7), fallback.LocalShare(sluice.PerSecond(7), 0), "N below 1 counts as 1")
 }

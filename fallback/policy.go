@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/forward"
 )
 
 // Policy decides requests while the store is unavailable. Build one with
@@ -43,11 +45,12 @@ type localPolicy struct {
 
 // Local decides with local, an in-process limiter (use the same algorithm
 // as the store's, on memstore), under the limit divided by the number of
-// replicas that share it: Rate / N and Burst / N, rounded down but at
-// least 1. replicas is called on every fallback decision, so it may follow
-// a changing replica count; a result below 1 counts as 1. With N right,
-// the N processes together admit at most the limit while the store is
-// down. A request whose cost exceeds the local share is denied, with
+// replicas that share it ([LocalShare], never above limit / N, made a
+// limit the local algorithm accepts). replicas is called on every
+// fallback decision, so it may follow a changing replica count; a result
+// below 1 counts as 1. With N right, the N processes together admit at
+// most max(Burst, N) + Rate × O during an outage of length O (each keeps
+// a burst of at least 1). A request whose cost exceeds the local share is denied, with
 // RetryAfter the breaker's cooldown. Decisions carry the local limit and
 // Source [sluice.SourceFallbackLocal].
 //
@@ -66,16 +69,39 @@ func Local(local sluice.Limiter, replicas func() int) (Policy, error) {
 func Replicas(n int) func() int { return func() int { return n } }
 
 // LocalShare returns the limit the [Local] policy enforces in each of n
-// replicas: Rate / n and Burst / n, rounded down, at least 1.
+// replicas, never more than limit / n: Rate / n (rounded down) per Period,
+// or, when Rate is below n, 1 per Period × ceil(n / Rate); and Burst / n
+// (rounded down), at least 1, so that with Burst below n the replicas
+// together allow a burst of n.
 func LocalShare(limit sluice.Limit, n int) sluice.Limit {
-	n = max(n, 1)
-	limit.Rate = max(limit.Rate/int64(n), 1)
-	limit.Burst = max(limit.Burst/int64(n), 1)
+	n64 := int64(max(n, 1))
+	if limit.Rate >= n64 {
+		limit.Rate /= n64
+	} else {
+		limit.Period *= time.Duration((n64 + limit.Rate - 1) / limit.Rate)
+		limit.Rate = 1
+	}
+	limit.Burst = max(limit.Burst/n64, 1)
 	return limit
 }
 
+// validShare returns share, or, when the local algorithm refuses it (the
+// bucket algorithms' interval rule: 33,333/s is not within 1% of whole
+// microseconds), the same Rate over the Period that makes its interval
+// whole, which admits a little less, never more.
+func (p localPolicy) validShare(key string, share sluice.Limit) sluice.Limit {
+	if _, err := forward.CapacityOr(p.local, key, share); !errors.Is(err, sluice.ErrInvalidLimit) {
+		return share
+	}
+	periodUs := share.PeriodMicros()
+	interval := (periodUs + share.Rate - 1) / share.Rate
+	stretched := share
+	stretched.Period = time.Duration(interval*share.Rate) * time.Microsecond
+	return stretched
+}
+
 func (p localPolicy) decide(ctx context.Context, l *Limiter, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
-	share := LocalShare(limit, p.replicas())
+	share := p.validShare(key, LocalShare(limit, p.replicas()))
 	d, err := p.local.AllowN(ctx, key, share, n)
 	switch {
 	case errors.Is(err, sluice.ErrCostExceedsBurst):
