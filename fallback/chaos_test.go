@@ -354,6 +354,7 @@ func TestLocalPolicyBound(t *testing.T) {
 			}
 			start := time.Now()
 			run("before", 500*time.Millisecond)
+			beforeEnd := time.Now()
 			server.Kill()
 			outageStart = time.Now()
 			run("outage", time.Second)
@@ -364,6 +365,10 @@ func TestLocalPolicyBound(t *testing.T) {
 			}
 			run("after", 500*time.Millisecond)
 			total := time.Since(start)
+			// O: while the policy may decide, from the failure until the
+			// calls after the restart succeed (go-redis fails once per
+			// pooled connection to the dead server first).
+			policyTime := time.Since(beforeEnd)
 
 			outage := outageEnd.Sub(outageStart)
 			bound := func(d time.Duration) float64 { return float64(limit.Burst) + float64(limit.Rate)*d.Seconds() }
@@ -376,9 +381,13 @@ func TestLocalPolicyBound(t *testing.T) {
 			require.Positive(t, phases["outage"][sluice.SourceFallbackLocal])
 			require.LessOrEqual(t, float64(phases["outage"][sluice.SourceFallbackLocal]), bound(outage),
 				"N pods × limit/N during the outage")
-			require.LessOrEqual(t, float64(byStore), bound(total), "the store's own bound")
-			require.LessOrEqual(t, float64(local), bound(total), "the local shares add up to the limit")
-			require.LessOrEqual(t, float64(byStore+local), 2*bound(total), "the documented bound across outage and recovery")
+			// The restart lost Redis's data (no persistence): the store
+			// starts over with a full bucket, one Burst more than its bound.
+			fresh := float64(limit.Burst)
+			require.LessOrEqual(t, float64(byStore), bound(total)+fresh, "the store's own bound, and a fresh bucket after the restart")
+			require.LessOrEqual(t, float64(local), bound(policyTime), "the local shares add up to the limit")
+			require.LessOrEqual(t, float64(byStore+local), bound(total)+fresh+bound(policyTime),
+				"the documented bound across outage and recovery: (Burst + Rate × T) + Burst + (Burst + Rate × O)")
 		})
 	}
 }
