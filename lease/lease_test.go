@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
@@ -503,4 +505,40 @@ func TestLeasesOfManyKeysShareCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestByHashTagOnARing: a go-redis Ring runs a batch on the shard of its
+// first key and says nothing, so lease requests of keys on different
+// shards must not share a batch; with ByHashTag they go grouped by hash
+// tag, and every key admits exactly its burst.
+func TestByHashTagOnARing(t *testing.T) {
+	a, b := sluicetest.StartRedis(t), sluicetest.StartRedis(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr(), "b": b.Addr()}, MaxRetries: -1})
+	t.Cleanup(func() { _ = ring.Close() })
+	tb, err := tokenbucket.New(goredisstore.New(ring))
+	require.NoError(t, err)
+	l, err := lease.New(tb, lease.WithBatch(5), lease.ByHashTag())
+	require.NoError(t, err)
+	defer l.Close()
+	limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 20}
+	base := sluicetest.UniqueKey(t)
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 50 {
+		key := sluice.Key(fmt.Sprintf("%s-%d", base, i%10), fmt.Sprint(i))
+		wg.Go(func() {
+			for range 30 {
+				d, err := l.AllowN(context.Background(), key, limit, 1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					allowed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 50*20, allowed.Load(), "each key's burst, exactly")
 }
