@@ -6,10 +6,11 @@
 //
 // For each call of AllowN, AllowBatch and Lease, in order:
 //
-//  1. The key, the limit and the cost are validated by the wrapped
-//     algorithm's own rules (and a lease request's every field); bad
-//     input is an error, whatever the state of the store
-//     (TestBadInputIsAnErrorWhateverTheBreaker).
+//  1. Bad input is an error, whatever the state of the store
+//     (TestBadInputIsAnErrorWhateverTheBreaker): the key is checked
+//     first, and the limit and the cost by the wrapped algorithm's own
+//     rules, by the store's call or, when the policy is to decide, before
+//     it does (a lease request's every field, first).
 //  2. A caller's context that is already done is returned as its error.
 //  3. If the breaker is open (or half-open with its probes in flight), the
 //     policy decides at once: no command reaches the store.

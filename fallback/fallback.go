@@ -233,9 +233,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
-	// Bad input is an error whatever the state of the store: the wrapped
-	// algorithm's own rules, before any policy.
-	if err := sluice.CheckRequest(l.next, key, limit, n); err != nil {
+	if err := sluice.ValidateKey(key); err != nil {
 		return sluice.Decision{}, fmt.Errorf("fallback: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -249,9 +247,15 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	})
 	switch {
 	case err != nil:
-		return sluice.Decision{}, err
+		return sluice.Decision{}, err // the algorithm refused bad input, or the caller's context ended
 	case stored:
 		return d, nil
+	}
+	// Bad input is an error whatever the state of the store: before any
+	// policy decides, the wrapped algorithm's own rules (the store, when
+	// it answers, applies them itself; checking once is enough).
+	if err := sluice.CheckRequest(l.next, key, limit, n); err != nil {
+		return sluice.Decision{}, fmt.Errorf("fallback: %w", err)
 	}
 	return l.policy.decide(ctx, l, key, limit, n)
 }
