@@ -6,6 +6,13 @@
 // NOSCRIPT the store sends the script once with EVAL, so a lost script cache
 // costs one extra round trip and never an error.
 //
+// A connection the server closed (a restart, its idle timeout) is found
+// closed only when the next command goes out on it: the store then sends
+// the script again on a fresh connection, so that a restart costs no error.
+// If the server died after running the script and is back before the
+// resend, the request is charged twice: the limit gets tighter, never
+// looser. Any other error, a timeout included, is returned as it is.
+//
 // On a Cluster client the keys of one Run must share a slot; the store
 // checks this and returns [ErrCrossSlot] instead of letting the command
 // builder panic. Single-node and Sentinel clients take any keys. The store
@@ -16,7 +23,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
+	"syscall"
 
 	"github.com/redis/rueidis"
 	"github.com/sluicehq/sluice"
@@ -47,7 +56,8 @@ func New(client rueidis.Client) *Store {
 }
 
 // Run runs script with EVALSHA, and once with EVAL if the server does not
-// have it cached.
+// have it cached. A call that went out on a connection the server had
+// closed is sent again, on a fresh connection (see the package doc).
 func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
@@ -66,10 +76,12 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 	for i, a := range args {
 		argv[i] = strconv.FormatInt(a, 10)
 	}
-	b := s.client.B()
-	res := s.client.Do(ctx, b.Evalsha().Sha1(script.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build())
-	if rerr, ok := rueidis.IsRedisErr(res.Error()); ok && rerr.IsNoScript() {
-		res = s.client.Do(ctx, b.Eval().Script(script.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build())
+	res := s.run(ctx, script, keys, argv)
+	for range maxResends {
+		if !closedBeforeReply(res.Error()) || ctx.Err() != nil {
+			break
+		}
+		res = s.run(ctx, script, keys, argv)
 	}
 	if err := res.Error(); err != nil {
 		if deadline := sluice.CallerDeadline(ctx, err); deadline != nil {
@@ -90,6 +102,32 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 		out[i] = n
 	}
 	return out, nil
+}
+
+// maxResends bounds the resends of one Run on connections found closed: a
+// client multiplexes several connections, and each one opened before a
+// restart fails once before it is replaced.
+const maxResends = 8
+
+// run sends script with EVALSHA, and with EVAL if the server does not have
+// it cached.
+func (s *Store) run(ctx context.Context, script *sluice.Script, keys, argv []string) rueidis.RedisResult {
+	b := s.client.B()
+	res := s.client.Do(ctx, b.Evalsha().Sha1(script.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build())
+	if rerr, ok := rueidis.IsRedisErr(res.Error()); ok && rerr.IsNoScript() {
+		res = s.client.Do(ctx, b.Eval().Script(script.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build())
+	}
+	return res
+}
+
+// closedBeforeReply reports whether err says the connection was closed by
+// the server (EOF, reset, broken pipe) rather than that the server answered
+// or the call timed out. When calls come one at a time, rueidis reads a
+// connection only when it sends on it, so a connection to a server that
+// restarted, or that closed it as idle, fails with EOF on its next use: the
+// command went to the old process, which never ran it.
+func closedBeforeReply(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // Load loads scripts into the script cache of every node the client knows,

@@ -1,0 +1,104 @@
+package sluicetest_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/store/goredisstore"
+	"github.com/sluicehq/sluice/store/rueidisstore"
+)
+
+// documentedClients builds each store on a client configured as
+// docs/failure.md recommends.
+var documentedClients = []struct {
+	name     string
+	newStore func(t *testing.T, addr string) sluice.Store
+}{
+	{"go-redis", func(t *testing.T, addr string) sluice.Store {
+		c := redis.NewClient(&redis.Options{
+			Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true,
+			DialTimeout: 200 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond,
+		})
+		t.Cleanup(func() { _ = c.Close() })
+		return goredisstore.New(c)
+	}},
+	{"rueidis", func(t *testing.T, addr string) sluice.Store {
+		c, err := rueidis.NewClient(rueidis.ClientOption{
+			InitAddress: []string{addr}, DisableCache: true, ConnWriteTimeout: 50 * time.Millisecond,
+		})
+		require.NoError(t, err)
+		t.Cleanup(c.Close)
+		return rueidisstore.New(c)
+	}},
+}
+
+// decideFrom calls l from callers goroutines, calls times each, and returns
+// the errors.
+func decideFrom(l sluice.Limiter, key string, callers, calls int) []string {
+	var (
+		mu   sync.Mutex
+		errs []string
+		wg   sync.WaitGroup
+	)
+	for g := range callers {
+		wg.Go(func() {
+			for i := range calls {
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				_, err := l.AllowN(ctx, key, sluice.PerSecond(1_000_000), 1)
+				cancel()
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Sprintf("caller %d, call %d: %v", g, i, err))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// TestARestartCostsNoError: once a restarted server answers again, the
+// first calls on every connection opened before the restart are decided,
+// not errors, through both clients at their documented settings, whether
+// the calls come one at a time (rueidis then reads a connection only when
+// it sends, and used to return EOF on each) or concurrently. A server that
+// closes idle connections (its timeout setting) costs no error either.
+func TestARestartCostsNoError(t *testing.T) {
+	for _, client := range documentedClients {
+		t.Run(client.name, func(t *testing.T) {
+			for _, callers := range []int{1, 8} {
+				t.Run(fmt.Sprintf("restart/callers=%d", callers), func(t *testing.T) {
+					server := sluicetest.StartRedis(t)
+					l, err := tokenbucket.New(client.newStore(t, server.Addr()))
+					require.NoError(t, err)
+					key := sluicetest.UniqueKey(t)
+					require.Empty(t, decideFrom(l, key, callers, 5), "before the restart")
+					server.Kill()
+					require.NoError(t, server.Restart())
+					require.Empty(t, decideFrom(l, key, callers, 5), "the first calls after the restart")
+				})
+			}
+			t.Run("idle connections closed by the server", func(t *testing.T) {
+				t.Parallel()
+				server := sluicetest.StartRedis(t, "--timeout", "1")
+				l, err := tokenbucket.New(client.newStore(t, server.Addr()))
+				require.NoError(t, err)
+				key := sluicetest.UniqueKey(t)
+				require.Empty(t, decideFrom(l, key, 4, 5), "before the connections idle")
+				time.Sleep(2500 * time.Millisecond) // the server closes clients idle for over 1 s
+				require.Empty(t, decideFrom(l, key, 1, 5), "after the server closed the idle connections")
+			})
+		})
+	}
+}
