@@ -6,6 +6,11 @@
 // SCRIPT FLUSH) the store sends the script once with EVAL, so a lost script
 // cache costs one extra round trip and never an error.
 //
+// On a *redis.ClusterClient, a call that fails without a reply (the node is
+// dead or unreachable) makes the client re-read the slot map, so that after
+// a failover the calls reach the promoted replica within a second, not
+// after the client's periodic reload (a minute by default).
+//
 // The store never dials, never closes the caller's client and does no I/O
 // in [New]. See docs/failure.md for the client settings that matter to a
 // rate limiter (timeouts; MaxRetries, since a retried script can charge a
@@ -57,6 +62,14 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 		if deadline := sluice.CallerDeadline(ctx, err); deadline != nil {
 			return nil, fmt.Errorf("goredisstore: %w", deadline)
 		}
+		if cluster, ok := s.client.(*redis.ClusterClient); ok && slotMapMayBeStale(err) {
+			// A dead primary sends no MOVED, and without one the client
+			// re-reads the slot map only once a minute (its
+			// ClusterStateReloadInterval): ask it to re-read now, so that
+			// the calls after a failover go to the promoted replica. The
+			// reload runs in the background, at most once per 200 ms.
+			cluster.ReloadState(ctx)
+		}
 		return nil, fmt.Errorf("goredisstore: %w", err)
 	}
 	return intReplies(res)
@@ -88,6 +101,19 @@ func (s *Store) Load(ctx context.Context, scripts ...*sluice.Script) error {
 		}
 	}
 	return nil
+}
+
+// slotMapMayBeStale reports whether err, from a ClusterClient, may mean
+// that the node it sent to no longer serves the slot: a network error (no
+// reply at all) or a reply saying the cluster is reconfiguring. A reply
+// from a live primary, such as a script's error, says nothing about the
+// slot map.
+func slotMapMayBeStale(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return true
+	}
+	return redis.HasErrorPrefix(err, "CLUSTERDOWN") || redis.HasErrorPrefix(err, "TRYAGAIN")
 }
 
 func isNoScript(err error) bool {
