@@ -1,8 +1,10 @@
 package sluicetest_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
@@ -155,4 +158,152 @@ func TestClusterFailoverRecoversWithinASecond(t *testing.T) {
 			require.Positive(t, run.succeededAfter(run.promoted.Add(recovery)), "and go on succeeding")
 		})
 	}
+}
+
+// allowedCalls returns the run's allowed calls as sluicetest.Calls, sorted
+// by start.
+func (r *failoverRun) allowedCalls() []sluicetest.Call {
+	var out []sluicetest.Call
+	for _, c := range r.calls {
+		if c.err == nil && c.allowed {
+			out = append(out, sluicetest.Call{Start: c.start.UnixNano(), End: c.end.UnixNano(), Allowed: true})
+		}
+	}
+	slices.SortFunc(out, func(a, b sluicetest.Call) int { return cmp.Compare(a.Start, b.Start) })
+	return out
+}
+
+// replicationLagAllowance is the over-admission a failover may add on
+// loopback: the decisions of the replication lag, Rate x lag, with a lag
+// of at most 50 ms.
+const replicationLagAllowance = 50 * time.Millisecond
+
+// TestSentinelFailover: kill -9 the primary of a Sentinel group (a
+// replica, three sentinels) under load, through go-redis's FailoverClient
+// and rueidis's sentinel client at their documented settings. Decisions
+// succeed again within 1 s (rueidis) or 1.5 s (go-redis) of every
+// sentinel's naming the promoted replica (the clients learn of it from one
+// of them), and the bucket the
+// promoted replica decides from is the replicated one: over every window
+// from 10 ms to the whole run, the callers were admitted no more than
+// Burst + Rate x window, plus Rate x the replication lag. The limit's
+// burst is five times what refills during the failover, so a new primary
+// that had lost the bucket would break the bound by hundreds.
+func TestSentinelFailover(t *testing.T) {
+	clients := []struct {
+		name string
+		// recoversWithin is how soon after the sentinels agree the
+		// decisions succeed again. go-redis's pool, once PoolSize dials
+		// have failed, stops dialling and probes the address once a
+		// second, so it may take that second and a dial longer.
+		recoversWithin time.Duration
+		newStore       func(t *testing.T, sentinels []string) sluice.Store
+	}{
+		{"go-redis", time.Second + 200*time.Millisecond + 300*time.Millisecond, func(t *testing.T, sentinels []string) sluice.Store {
+			c := redis.NewFailoverClient(&redis.FailoverOptions{
+				MasterName: sluicetest.SentinelMaster, SentinelAddrs: sentinels,
+				MaxRetries: -1, ContextTimeoutEnabled: true,
+				DialTimeout: 200 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond,
+			})
+			t.Cleanup(func() { _ = c.Close() })
+			return goredisstore.New(c)
+		}},
+		{"rueidis", time.Second, func(t *testing.T, sentinels []string) sluice.Store {
+			c, err := rueidis.NewClient(rueidis.ClientOption{
+				InitAddress: sentinels, Sentinel: rueidis.SentinelOption{MasterSet: sluicetest.SentinelMaster},
+				DisableCache: true, ConnWriteTimeout: 50 * time.Millisecond,
+			})
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			return rueidisstore.New(c)
+		}},
+	}
+	limit := sluice.Limit{Rate: 200, Period: time.Second, Burst: 1000}
+	for _, client := range clients {
+		t.Run(client.name, func(t *testing.T) {
+			group := sluicetest.StartSentinelGroup(t)
+			l, err := tokenbucket.New(client.newStore(t, group.SentinelAddrs()))
+			require.NoError(t, err)
+			key := sluice.Key(sluicetest.UniqueKey(t))
+			announced := func() bool { return group.Announced(group.Replica) }
+			run := underFailover(t, l, key, limit, group.Primary.Kill, announced, 2500*time.Millisecond)
+			recovery, failed := run.recovery()
+			allowed := run.allowedCalls()
+			excess, at := sluicetest.BucketExcess(allowed, limit, 10*time.Millisecond, 100*time.Millisecond,
+				500*time.Millisecond, time.Second, 2*time.Second, 4*time.Second, sluicetest.Span(allowed)+time.Millisecond)
+			t.Logf("every sentinel named the replica %s after the kill; %d calls, %d failed, the last failure ended %s after that; "+
+				"%d allowed, worst window %+.1f over the bucket bound (at %s)",
+				run.promoted.Sub(run.killed).Round(time.Millisecond), len(run.calls), failed, recovery.Round(time.Millisecond),
+				len(allowed), excess, at)
+			require.Less(t, recovery, client.recoversWithin, "decisions succeed again soon after the sentinels agree on the new primary")
+			require.Positive(t, run.succeededAfter(run.promoted.Add(recovery)), "and go on succeeding")
+			require.LessOrEqual(t, excess, float64(limit.Rate)*replicationLagAllowance.Seconds(),
+				"no window admits more than Burst + Rate x window + Rate x lag")
+		})
+	}
+}
+
+// TestMinReplicasToWriteStopsAnIsolatedPrimary: with min-replicas-to-write
+// 1 and min-replicas-max-lag 1, a primary that stops hearing from its
+// replica refuses every decision with NOREPLICAS within a few seconds,
+// before the script writes anything (its replication offset does not
+// move), and fallback decides meanwhile by its policy; once the replica is
+// back, the store decides again. This is what bounds the decisions a
+// failover can lose to about max-lag's worth.
+func TestMinReplicasToWriteStopsAnIsolatedPrimary(t *testing.T) {
+	args := []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"}
+	primary := sluicetest.StartRedis(t, args...)
+	replica := sluicetest.StartReplica(t, primary, args...)
+	client := redis.NewClient(&redis.Options{Addr: primary.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	store, err := tokenbucket.New(goredisstore.New(client))
+	require.NoError(t, err)
+	l, err := fallback.New(store, fallback.WithPolicy(fallback.Closed()), fallback.WithBreaker(1_000_000, time.Second, 1))
+	require.NoError(t, err)
+	key := sluice.Key(sluicetest.UniqueKey(t))
+	limit := sluice.PerSecond(1000)
+	d, err := l.AllowN(t.Context(), key, limit, 1)
+	require.NoError(t, err)
+	require.Equal(t, sluice.SourceStore, d.Source)
+
+	replica.Stall()
+	stalled := time.Now()
+	var refusedAfter time.Duration
+	for refusedAfter == 0 {
+		_, err := store.AllowN(t.Context(), key, limit, 1)
+		if err != nil {
+			require.ErrorContains(t, err, "NOREPLICAS")
+			refusedAfter = time.Since(stalled)
+		}
+		require.Less(t, time.Since(stalled), 5*time.Second, "the primary refuses within 5 s")
+		time.Sleep(10 * time.Millisecond)
+	}
+	offset := func() string {
+		o, err := primary.Info("replication", "master_repl_offset")
+		require.NoError(t, err)
+		return o
+	}
+	before := offset()
+	for range 20 {
+		_, err := store.AllowN(t.Context(), key, limit, 1)
+		require.ErrorContains(t, err, "NOREPLICAS")
+		d, err := l.AllowN(t.Context(), key, limit, 1)
+		require.NoError(t, err)
+		require.Equal(t, sluice.SourceFallbackClosed, d.Source, "fallback decides by its policy")
+	}
+	require.Equal(t, before, offset(), "a refused decision writes nothing")
+
+	replica.Resume()
+	resumed := time.Now()
+	for {
+		d, err := l.AllowN(t.Context(), key, limit, 1)
+		require.NoError(t, err)
+		if d.Source == sluice.SourceStore {
+			break
+		}
+		require.Less(t, time.Since(resumed), 5*time.Second, "the store decides again within 5 s of the replica's return")
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("refused with NOREPLICAS %s after the replica stalled; deciding again %s after it resumed",
+		refusedAfter.Round(time.Millisecond), time.Since(resumed).Round(time.Millisecond))
 }

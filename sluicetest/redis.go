@@ -43,6 +43,9 @@ type RedisServer struct {
 	port int
 	dir  string
 	args []string
+	// conf, when set, is a configuration file passed first (a sentinel
+	// needs one it can rewrite).
+	conf string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -88,15 +91,19 @@ func freePort() (int, error) {
 }
 
 func (s *RedisServer) start() error {
-	args := append([]string{
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(args,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", s.dir,
 		"--logfile", "",
-		"--loglevel", "warning",
-	}, s.args...)
+		"--loglevel", "warning")
+	args = append(args, s.args...)
 	cmd := exec.Command(s.path, args...)
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
