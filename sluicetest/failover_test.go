@@ -115,18 +115,24 @@ func keyOn(cluster *sluicetest.RedisCluster, node *sluicetest.RedisServer, prefi
 	}
 }
 
-// TestClusterFailoverRecoversWithinASecond: kill -9 a Cluster primary under
+// TestClusterFailover: kill -9 a Cluster primary under
 // load; once its replica is promoted, decisions on the slots it took over
-// succeed again within 1 s, through both cluster clients at their
-// documented settings. go-redis's ClusterClient re-reads the slot map only
+// succeed again within 1 s through go-redis's ClusterClient (2 s through
+// rueidis, whose refresh waits a random delay), both at their documented
+// settings. go-redis's ClusterClient re-reads the slot map only
 // on a MOVED reply or once a minute, and a dead primary sends no MOVED: the
 // store asks it to re-read the map when a call fails on the network.
-func TestClusterFailoverRecoversWithinASecond(t *testing.T) {
+func TestClusterFailover(t *testing.T) {
 	clients := []struct {
-		name     string
-		newStore func(t *testing.T, addrs []string) sluice.Store
+		name string
+		// recoversWithin is how soon after the promotion the decisions
+		// succeed again. rueidis, on an error, re-reads the slot map
+		// after a random delay of up to 1 s (on clusters of under 100
+		// nodes), and one read may come before the promotion.
+		recoversWithin time.Duration
+		newStore       func(t *testing.T, addrs []string) sluice.Store
 	}{
-		{"go-redis", func(t *testing.T, addrs []string) sluice.Store {
+		{"go-redis", time.Second, func(t *testing.T, addrs []string) sluice.Store {
 			c := redis.NewClusterClient(&redis.ClusterOptions{
 				Addrs: addrs, MaxRetries: -1, ContextTimeoutEnabled: true,
 				DialTimeout: 200 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond,
@@ -134,7 +140,7 @@ func TestClusterFailoverRecoversWithinASecond(t *testing.T) {
 			t.Cleanup(func() { _ = c.Close() })
 			return goredisstore.New(c)
 		}},
-		{"rueidis", func(t *testing.T, addrs []string) sluice.Store {
+		{"rueidis", 2 * time.Second, func(t *testing.T, addrs []string) sluice.Store {
 			c, err := rueidis.NewClient(rueidis.ClientOption{
 				InitAddress: addrs, DisableCache: true, ConnWriteTimeout: 50 * time.Millisecond,
 			})
@@ -154,7 +160,7 @@ func TestClusterFailoverRecoversWithinASecond(t *testing.T) {
 			recovery, failed := run.recovery()
 			t.Logf("promoted %s after the kill; %d calls, %d failed, the last failure ended %s after the promotion",
 				run.promoted.Sub(run.killed).Round(time.Millisecond), len(run.calls), failed, recovery.Round(time.Millisecond))
-			require.Less(t, recovery, time.Second, "decisions succeed again within 1 s of the promotion")
+			require.Less(t, recovery, client.recoversWithin, "decisions succeed again soon after the promotion")
 			require.Positive(t, run.succeededAfter(run.promoted.Add(recovery)), "and go on succeeding")
 		})
 	}

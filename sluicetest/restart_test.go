@@ -3,6 +3,7 @@ package sluicetest_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,6 +100,48 @@ func TestARestartCostsNoError(t *testing.T) {
 				time.Sleep(2500 * time.Millisecond) // the server closes clients idle for over 1 s
 				require.Empty(t, decideFrom(l, key, 1, 5), "after the server closed the idle connections")
 			})
+		})
+	}
+}
+
+// TestATimedOutCallIsNotSentTwice: a call whose deadline passes while the
+// server is stalled returns an error, and is not sent again, through both
+// clients: once the server resumes it runs the script at most once (once
+// through go-redis; through rueidis, which closes the connection, sometimes
+// not at all). A timed-out call may have been charged, and a resend would
+// charge it twice.
+func TestATimedOutCallIsNotSentTwice(t *testing.T) {
+	for _, client := range documentedClients {
+		t.Run(client.name, func(t *testing.T) {
+			server := sluicetest.StartRedis(t)
+			store := client.newStore(t, server.Addr())
+			l, err := tokenbucket.New(store)
+			require.NoError(t, err)
+			key := sluicetest.UniqueKey(t)
+			require.NoError(t, store.(interface {
+				Load(context.Context, ...*sluice.Script) error
+			}).Load(t.Context(), tokenbucket.Script()))
+			_, err = server.Do("CONFIG", "RESETSTAT")
+			require.NoError(t, err)
+
+			server.Stall()
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			_, err = l.AllowN(ctx, key, sluice.PerSecond(1000), 1)
+			cancel()
+			require.Error(t, err, "the call timed out")
+			time.Sleep(100 * time.Millisecond) // time for a resend, if there were one
+			server.Resume()
+
+			time.Sleep(time.Second) // time to run what was sent, and any resend
+			calls := "calls=0,"
+			if stats, err := server.Info("commandstats", "cmdstat_evalsha"); err == nil {
+				calls = stats
+			}
+			require.True(t, strings.HasPrefix(calls, "calls=0,") || strings.HasPrefix(calls, "calls=1,"),
+				"the server ran the timed-out call at most once: %s", calls)
+			_, err = server.Info("commandstats", "cmdstat_eval")
+			require.Error(t, err, "and never with EVAL")
+			t.Logf("EVALSHA %s", calls)
 		})
 	}
 }
