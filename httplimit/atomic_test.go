@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,27 +14,25 @@ import (
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
-// TestAtomicPolicies: with WithAtomic, a request the route policy denies
+// TestAtomicPolicies: with AtomicMiddleware, a request the route policy denies
 // consumes nothing from the tenant policy; without it, it does.
 func TestAtomicPolicies(t *testing.T) {
 	for _, atomic := range []bool{true, false} {
 		store := memstore.New()
-		policies := []httplimit.Policy{
-			{Name: "tenant", Limit: sluice.PerMinute(100), Key: httplimit.Header("X-API-Key")},
-			{Name: "route", Limit: sluice.PerMinute(2), Key: httplimit.Header("X-API-Key")},
-		}
-		var opts []httplimit.Option
+		var srv *httptest.Server
 		if atomic {
 			multi, err := multilimit.New(store)
 			require.NoError(t, err)
-			opts = append(opts, httplimit.WithAtomic(multi))
+			srv = newAtomicServer(t, httplimit.Atomic{Limiter: multi, Key: httplimit.Header("X-API-Key"), Policies: []httplimit.AtomicPolicy{
+				{Name: "tenant", Limit: sluice.PerMinute(100)}, {Name: "route", Limit: sluice.PerMinute(2)},
+			}})
 		} else {
 			tb := tokenBucket(t, store)
-			for i := range policies {
-				policies[i].Limiter = tb
-			}
+			srv = newServer(t, []httplimit.Policy{
+				{Name: "tenant", Limiter: tb, Limit: sluice.PerMinute(100), Key: httplimit.Header("X-API-Key")},
+				{Name: "route", Limiter: tb, Limit: sluice.PerMinute(2), Key: httplimit.Header("X-API-Key")},
+			})
 		}
-		srv := newServer(t, policies, opts...)
 		key := map[string]string{"X-API-Key": "k"}
 		var codes []int
 		var last *http.Response
@@ -45,35 +44,32 @@ func TestAtomicPolicies(t *testing.T) {
 		checkHeaders(t, last)
 		tenantRemaining := last.Header.Values("RateLimit")[0]
 		if atomic {
-			require.Equal(t, `"tenant";r=98;t=2`, tenantRemaining, "denials consumed nothing from the tenant")
+			require.Equal(t, `"tenant";r=98;t=1`, tenantRemaining, "denials consumed nothing from the tenant")
 		} else {
-			require.Equal(t, `"tenant";r=95;t=3`, tenantRemaining, "one after another, each denial still counted for the tenant")
+			require.Equal(t, `"tenant";r=95;t=1`, tenantRemaining, "one after another, each denial still counted for the tenant")
 		}
 	}
-	_, err := httplimit.Middleware([]httplimit.Policy{
-		{Name: "a", Limit: sluice.PerMinute(10), Cost: 1}, {Name: "b", Limit: sluice.PerMinute(10), Cost: 2},
-	}, httplimit.WithAtomic(mustMulti(t)))
-	require.ErrorContains(t, err, "share one cost")
 }
 
-func mustMulti(t *testing.T) *multilimit.Limiter {
-	m, err := multilimit.New(memstore.New())
+func newAtomicServer(t *testing.T, group httplimit.Atomic, opts ...httplimit.Option) *httptest.Server {
+	mw, err := httplimit.AtomicMiddleware(group, opts...)
 	require.NoError(t, err)
-	return m
+	srv := httptest.NewServer(mw(ok))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
-// TestAtomicMixedAlgorithms: under WithAtomic each policy keeps its own
+// TestAtomicMixedAlgorithms: under AtomicMiddleware each policy keeps its own
 // algorithm: a token bucket per tenant and a fixed window per route, in
 // one call; the window's state is fixedwindow.Limiter's own.
 func TestAtomicMixedAlgorithms(t *testing.T) {
 	store := memstore.New()
 	multi, err := multilimit.New(store)
 	require.NoError(t, err)
-	policies := []httplimit.Policy{
-		{Name: "tenant", Limit: sluice.PerMinute(100), Key: httplimit.Header("X-API-Key")},
-		{Name: "route", Limit: sluice.PerMinute(2), Key: httplimit.Header("X-API-Key"), Algorithm: multilimit.FixedWindow},
-	}
-	srv := newServer(t, policies, httplimit.WithAtomic(multi))
+	srv := newAtomicServer(t, httplimit.Atomic{Limiter: multi, Key: httplimit.Header("X-API-Key"), Policies: []httplimit.AtomicPolicy{
+		{Name: "tenant", Limit: sluice.PerMinute(100)},
+		{Name: "route", Limit: sluice.PerMinute(2), Algorithm: multilimit.FixedWindow},
+	}})
 	var codes []int
 	var last *http.Response
 	for range 4 {
@@ -81,7 +77,7 @@ func TestAtomicMixedAlgorithms(t *testing.T) {
 		codes = append(codes, last.StatusCode)
 	}
 	require.Equal(t, []int{200, 200, 429, 429}, codes)
-	require.Equal(t, `"tenant";r=98;t=2`, last.Header.Values("RateLimit")[0], "denials consumed nothing from the tenant")
+	require.Equal(t, `"tenant";r=98;t=1`, last.Header.Values("RateLimit")[0], "denials consumed nothing from the tenant")
 
 	fw, err := fixedwindow.New(store)
 	require.NoError(t, err)
@@ -89,10 +85,10 @@ func TestAtomicMixedAlgorithms(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, d.Allowed, "the route's window is the fixed window's own state, used up")
 
-	_, err = httplimit.Middleware([]httplimit.Policy{{Name: "a", Limit: sluice.PerMinute(10), Algorithm: "leaky"}}, httplimit.WithAtomic(multi))
+	_, err = httplimit.AtomicMiddleware(httplimit.Atomic{Limiter: multi, Policies: []httplimit.AtomicPolicy{{Name: "a", Limit: sluice.PerMinute(10), Algorithm: "leaky"}}})
 	require.ErrorContains(t, err, `unknown algorithm "leaky"`)
-	_, err = httplimit.Middleware([]httplimit.Policy{
-		{Name: "a", Limit: sluice.PerSecond(3).WithBurst(10), Cost: 5, Algorithm: multilimit.SlidingLog},
-	}, httplimit.WithAtomic(multi))
+	_, err = httplimit.AtomicMiddleware(httplimit.Atomic{Limiter: multi, Cost: 5, Policies: []httplimit.AtomicPolicy{
+		{Name: "a", Limit: sluice.PerSecond(3).WithBurst(10), Algorithm: multilimit.SlidingLog},
+	}})
 	require.ErrorIs(t, err, sluice.ErrCostExceedsBurst, "a window allows at most its rate")
 }

@@ -1,8 +1,12 @@
 package httplimit
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
+	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,17 +19,17 @@ import (
 	"github.com/sluicehq/sluice/algorithms/slidinglog"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/coalesce"
-	"github.com/sluicehq/sluice/multilimit"
 )
 
-// FileConfig is the shape of a policy file, YAML or JSON (JSON is YAML):
+// FileConfig is the shape of a policy file, YAML or JSON. Every field of
+// a [FilePolicy] is the [Policy] field of the same name:
 //
 //	policies:
 //	  - name: per-ip
 //	    algorithm: tokenbucket   # or gcra, fixedwindow, slidingcounter, slidinglog
-//	    rate: 100
+//	    rate: 100                # a whole number
 //	    period: 1m
-//	    burst: 20                # default: rate
+//	    burst: 20                # buckets only; default: rate
 //	    cost: 1                  # default: 1
 //	    key: remote-addr         # or "header:X-API-Key"
 //	    routes: ["POST /orders"] # net/http ServeMux patterns; none: every route
@@ -36,81 +40,127 @@ type FileConfig struct {
 
 // FilePolicy is one policy of a [FileConfig].
 type FilePolicy struct {
-	Name      string   `yaml:"name" json:"name"`
-	Algorithm string   `yaml:"algorithm" json:"algorithm"`
-	Rate      int64    `yaml:"rate" json:"rate"`
-	Period    string   `yaml:"period" json:"period"`
-	Burst     int64    `yaml:"burst" json:"burst"`
-	Cost      int64    `yaml:"cost" json:"cost"`
-	Key       string   `yaml:"key" json:"key"`
-	Routes    []string `yaml:"routes" json:"routes"`
+	Name      string      `yaml:"name" json:"name"`
+	Algorithm string      `yaml:"algorithm" json:"algorithm"`
+	Rate      WholeNumber `yaml:"rate" json:"rate"`
+	Period    string      `yaml:"period" json:"period"`
+	Burst     WholeNumber `yaml:"burst" json:"burst"`
+	Cost      WholeNumber `yaml:"cost" json:"cost"`
+	Key       string      `yaml:"key" json:"key"`
+	Routes    []string    `yaml:"routes" json:"routes"`
 	// Coalesce wraps the policy's limiter in coalesce.New: decisions stay
 	// exact, and concurrent requests share script calls.
 	Coalesce bool `yaml:"coalesce" json:"coalesce"`
 }
 
-// Routed is a set of policies, each applying to the routes it names.
-type Routed struct {
-	policies []routedPolicy
+// WholeNumber is a number of a policy file as written, so that a
+// fraction (2.9) or an exponent is refused rather than truncated.
+type WholeNumber struct {
+	text string // "" when absent
 }
 
-type routedPolicy struct {
-	Policy
-	routes *http.ServeMux // nil: every route
+// UnmarshalYAML keeps the scalar's text.
+func (n *WholeNumber) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a whole number", node.Line)
+	}
+	n.text = node.Value
+	return nil
 }
 
-// Load parses a policy file (YAML or JSON) and builds each policy's
-// limiter on store. Unknown fields, algorithms and keys are errors.
-func Load(data []byte, store sluice.Store) (*Routed, error) {
-	var fc FileConfig
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&fc); err != nil {
+// UnmarshalJSON keeps the number's text.
+func (n *WholeNumber) UnmarshalJSON(data []byte) error {
+	n.text = string(data)
+	return nil
+}
+
+// value parses n, 0 when absent; field names it in the error.
+func (n WholeNumber) value(field string) (int64, error) {
+	if n.text == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(n.text, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a whole number", field, n.text)
+	}
+	return v, nil
+}
+
+// Load parses a policy file, YAML or JSON, and builds each policy's
+// limiter on store; pass the policies to [Middleware]. Unknown fields,
+// algorithms and keys are errors, as are numbers that are not whole, a
+// JSON document with anything after it (trailing commas included), a
+// second YAML document, and everything Middleware refuses. Each error
+// names the policy and the field.
+func Load(data []byte, store sluice.Store) ([]Policy, error) {
+	fc, err := parse(data)
+	if err != nil {
 		return nil, fmt.Errorf("httplimit: parse policies: %w", err)
 	}
 	if len(fc.Policies) == 0 {
-		return nil, fmt.Errorf("httplimit: the file defines no policy")
+		return nil, errors.New("httplimit: the file defines no policy")
 	}
-	rt := &Routed{}
+	policies := make([]Policy, len(fc.Policies))
 	for i, fp := range fc.Policies {
 		p, err := fp.build(store)
 		if err != nil {
 			return nil, fmt.Errorf("httplimit: policy %d (%q): %w", i+1, fp.Name, err)
 		}
-		rp := routedPolicy{Policy: p}
-		if len(fp.Routes) > 0 {
-			rp.routes = http.NewServeMux()
-			for _, pattern := range fp.Routes {
-				if err := register(rp.routes, pattern); err != nil {
-					return nil, fmt.Errorf("httplimit: policy %q: route %q: %v", fp.Name, pattern, err)
-				}
-			}
-		}
-		rt.policies = append(rt.policies, rp)
+		policies[i] = p
 	}
-	return rt, nil
+	// What Middleware would refuse, refused now.
+	if _, err := preparePolicies(policies); err != nil {
+		return nil, err
+	}
+	return policies, nil
 }
 
-// register adds pattern to mux, turning its panic on a bad pattern into an
-// error.
-func register(mux *http.ServeMux, pattern string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
+// parse decodes JSON strictly when data is a JSON object, and YAML
+// otherwise (one document).
+func parse(data []byte) (FileConfig, error) {
+	var fc FileConfig
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&fc); err != nil {
+			return fc, fmt.Errorf("JSON: %w", err)
 		}
-	}()
-	mux.Handle(pattern, http.NotFoundHandler())
-	return nil
+		if _, err := dec.Token(); err != io.EOF {
+			return fc, errors.New("JSON: something follows the document")
+		}
+		return fc, nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&fc); err != nil {
+		return fc, err
+	}
+	var second yaml.Node
+	if err := dec.Decode(&second); err != io.EOF {
+		return fc, errors.New("YAML: the file holds more than one document")
+	}
+	return fc, nil
 }
 
 func (fp FilePolicy) build(store sluice.Store) (Policy, error) {
+	rate, err := fp.Rate.value("rate")
+	if err != nil {
+		return Policy{}, err
+	}
+	burst, err := fp.Burst.value("burst")
+	if err != nil {
+		return Policy{}, err
+	}
+	cost, err := fp.Cost.value("cost")
+	if err != nil {
+		return Policy{}, err
+	}
 	period, err := time.ParseDuration(fp.Period)
 	if err != nil {
-		return Policy{}, fmt.Errorf("period %q: %w", fp.Period, err)
+		return Policy{}, fmt.Errorf("period: %q: %w", fp.Period, err)
 	}
-	burst := fp.Burst
 	if burst == 0 {
-		burst = fp.Rate
+		burst = rate
 	}
 	var limiter sluice.Limiter
 	switch fp.Algorithm {
@@ -125,14 +175,13 @@ func (fp FilePolicy) build(store sluice.Store) (Policy, error) {
 	case "slidinglog":
 		limiter, err = slidinglog.New(store)
 	default:
-		return Policy{}, fmt.Errorf("unknown algorithm %q", fp.Algorithm)
+		return Policy{}, fmt.Errorf("algorithm: unknown %q (tokenbucket, gcra, fixedwindow, slidingcounter or slidinglog)", fp.Algorithm)
 	}
 	if err != nil {
 		return Policy{}, err
 	}
-	var decider sluice.Limiter = limiter
 	if fp.Coalesce {
-		if decider, err = coalesce.New(limiter); err != nil {
+		if limiter, err = coalesce.New(limiter); err != nil {
 			return Policy{}, err
 		}
 	}
@@ -140,62 +189,15 @@ func (fp FilePolicy) build(store sluice.Store) (Policy, error) {
 	switch {
 	case fp.Key == "" || fp.Key == "remote-addr":
 		key = RemoteAddr()
-	case strings.HasPrefix(fp.Key, "header:") && len(fp.Key) > len("header:"):
-		key = Header(strings.TrimPrefix(fp.Key, "header:"))
+	case strings.HasPrefix(fp.Key, "header:"):
+		name := strings.TrimPrefix(fp.Key, "header:")
+		if err := ValidHeaderName(name); err != nil {
+			return Policy{}, fmt.Errorf("key: %w", err)
+		}
+		key = Header(name)
 	default:
-		return Policy{}, fmt.Errorf("unknown key %q (remote-addr or header:Name)", fp.Key)
+		return Policy{}, fmt.Errorf("key: unknown %q (remote-addr or header:Name)", fp.Key)
 	}
-	p := Policy{Name: fp.Name, Limiter: decider, Limit: sluice.Limit{Rate: fp.Rate, Period: period, Burst: burst}, Cost: fp.Cost, Key: key,
-		Algorithm: multilimit.Algorithm(fp.Algorithm)}
-	if p.Cost == 0 {
-		p.Cost = 1
-	}
-	return p, p.validate()
-}
-
-// Policies returns the loaded policies, in file order, each with the
-// limiter built for it.
-func (rt *Routed) Policies() []Policy {
-	out := make([]Policy, len(rt.policies))
-	for i, p := range rt.policies {
-		out[i] = p.Policy
-	}
-	return out
-}
-
-// Middleware returns middleware that checks each request against the
-// policies whose routes match it, in file order.
-func (rt *Routed) Middleware(opts ...Option) (func(http.Handler) http.Handler, error) {
-	all := make([]Policy, len(rt.policies))
-	for i, rp := range rt.policies {
-		all[i] = rp.Policy
-	}
-	// One middleware per policy, so that each keeps its own validation;
-	// chosen per request by route.
-	per := make([]func(http.Handler) http.Handler, len(rt.policies))
-	for i := range rt.policies {
-		mw, err := Middleware(all[i:i+1], opts...)
-		if err != nil {
-			return nil, err
-		}
-		per[i] = mw
-	}
-	return func(next http.Handler) http.Handler {
-		// Build the chain from the last policy inwards, each applying
-		// only where its routes match.
-		h := next
-		for i := len(rt.policies) - 1; i >= 0; i-- {
-			limited, plain, routes := per[i](h), h, rt.policies[i].routes
-			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if routes != nil {
-					if _, pattern := routes.Handler(r); pattern == "" {
-						plain.ServeHTTP(w, r)
-						return
-					}
-				}
-				limited.ServeHTTP(w, r)
-			})
-		}
-		return h
-	}, nil
+	return Policy{Name: fp.Name, Limiter: limiter, Limit: sluice.Limit{Rate: rate, Period: period, Burst: burst},
+		Cost: cost, Key: key, Routes: fp.Routes}, nil
 }

@@ -40,9 +40,9 @@ const jsonPolicies = `{"policies": [
 func TestPolicyFiles(t *testing.T) {
 	for name, data := range map[string]string{"yaml": yamlPolicies, "json": jsonPolicies} {
 		t.Run(name, func(t *testing.T) {
-			routed, err := httplimit.Load([]byte(data), memstore.New())
+			policies, err := httplimit.Load([]byte(data), memstore.New())
 			require.NoError(t, err)
-			mw, err := routed.Middleware()
+			mw, err := httplimit.Middleware(policies)
 			require.NoError(t, err)
 			srv := httptest.NewServer(mw(ok))
 			t.Cleanup(srv.Close)
@@ -69,9 +69,8 @@ func TestPolicyFiles(t *testing.T) {
 }
 
 func TestCoalescedPolicies(t *testing.T) {
-	routed, err := httplimit.Load([]byte(yamlPolicies), memstore.New())
+	policies, err := httplimit.Load([]byte(yamlPolicies), memstore.New())
 	require.NoError(t, err)
-	policies := routed.Policies()
 	require.Len(t, policies, 3)
 	for _, p := range policies {
 		_, coalesced := p.Limiter.(*coalesce.Limiter)

@@ -55,8 +55,8 @@ var (
 	sfParam    = `;` + sfKey + `(?:=` + sfValue + `)?`
 	sfItem     = `"[\x20-\x21\x23-\x5b\x5d-\x7e]*"(?:` + sfParam + `)*`
 	sfList     = regexp.MustCompile(`^` + sfItem + `(?:[ \t]*,[ \t]*` + sfItem + `)*$`)
-	policyItem = regexp.MustCompile(`^"[^"]+";q=[0-9]+(;w=[0-9]+)?$`)
-	limitItem  = regexp.MustCompile(`^"[^"]+";r=[0-9]+;t=[0-9]+$`)
+	policyItem = regexp.MustCompile(`^"[^"]+";q=[0-9]+;w=[0-9]+$`)
+	limitItem  = regexp.MustCompile(`^"[^"]+";r=[0-9]+(;t=[0-9]+)?$`)
 )
 
 func checkHeaders(t *testing.T, resp *http.Response) {
@@ -93,7 +93,7 @@ func TestDenialIs429WithHonestRetryAfter(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, "request %d", i)
 		checkHeaders(t, resp)
 		require.Equal(t, strconv.Itoa(1-i), resp.Header.Get("X-RateLimit-Remaining"))
-		require.Equal(t, "1", resp.Header.Get("X-RateLimit-Limit"))
+		require.Equal(t, "2", resp.Header.Get("X-RateLimit-Limit"), "the burst: what may be spent at once")
 	}
 	resp := get(t, srv.URL, nil)
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
@@ -102,7 +102,8 @@ func TestDenialIs429WithHonestRetryAfter(t *testing.T) {
 	var body map[string]any
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 	require.Equal(t, float64(429), body["status"])
-	require.Equal(t, "Too Many Requests", body["title"])
+	require.Equal(t, httplimit.QuotaExceededType, body["type"])
+	require.Equal(t, []any{"per-ip"}, body["violated-policies"])
 	retry, err := strconv.Atoi(resp.Header.Get("Retry-After"))
 	require.NoError(t, err)
 	require.Equal(t, 2, retry, "1.5 s rounded up to whole seconds")
@@ -186,15 +187,11 @@ func TestBadOptions(t *testing.T) {
 	}{
 		{nil, "httplimit: option 1 is nil"},
 		{httplimit.WithErrorHandler(nil), "httplimit: WithErrorHandler(nil)"},
-		{httplimit.WithAtomic(nil), "httplimit: WithAtomic(nil)"},
 		{httplimit.WithLogger(nil), "httplimit: WithLogger(nil)"},
 	} {
 		_, err := httplimit.Middleware(ps, httplimit.WithoutXHeaders(), c.opt)
 		require.ErrorContains(t, err, c.want)
 	}
-	// Routed.Middleware passes its options on, and so their errors.
-	rt, err := httplimit.Load([]byte("policies:\n  - {name: p, rate: 1, period: 1s}\n"), memstore.New())
-	require.NoError(t, err)
-	_, err = rt.Middleware(nil)
-	require.ErrorContains(t, err, "httplimit: option 0 is nil")
+	_, err := httplimit.AtomicMiddleware(httplimit.Atomic{}, nil)
+	require.ErrorContains(t, err, "httplimit: atomic group: limiter")
 }

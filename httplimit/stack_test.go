@@ -16,7 +16,7 @@ import (
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
-var rateLimitItem = regexp.MustCompile(`^"p";r=([0-9]+);t=([0-9]+)$`)
+var rateLimitItem = regexp.MustCompile(`^"p";r=([0-9]+);t=([0-9]+)$`) // t: the bucket is not full
 
 // TestHeadersAreHonestUnderLeaseAndShard: behind a lease or a shard, the
 // RateLimit header reports what the shared limit has left (an estimate,
