@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -41,4 +42,42 @@ func TestService(t *testing.T) {
 		hello[resp.StatusCode]++
 	}
 	require.Equal(t, map[int]int{http.StatusOK: 2, http.StatusTooManyRequests: 3}, hello)
+}
+
+// TestConcurrentRequestsAdmitExactlyTheBurst: 200 requests from one client
+// at once admit exactly the client's burst of 10, no more: nothing in the
+// set-up turns queueing into admissions (a fallback budget shorter than
+// the store's queueing under load did: 91 to 157 of 200 against a limit of
+// 50).
+func TestConcurrentRequestsAdmitExactlyTheBurst(t *testing.T) {
+	store, err := embedded.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	h, err := newHandler(store)
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 200}}
+
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 200 {
+		wg.Go(func() {
+			<-start
+			resp, err := client.Get(srv.URL + "/hello")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = resp.Body.Close()
+			mu.Lock()
+			codes[resp.StatusCode]++
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.Equal(t, map[int]int{http.StatusOK: 10, http.StatusTooManyRequests: 190}, codes)
 }
