@@ -30,7 +30,18 @@ func (c *config) writePolicy(w http.ResponseWriter, name string, q quota) {
 	if !c.ietf {
 		return
 	}
-	w.Header().Add("RateLimit-Policy", fmt.Sprintf("%q;q=%d;w=%d", name, q.q, q.w))
+	w.Header().Add("RateLimit-Policy", policyItem(name, q))
+}
+
+func policyItem(name string, q quota) string { return fmt.Sprintf("%q;q=%d;w=%d", name, q.q, q.w) }
+
+func rateLimitItem(name string, q quota, d sluice.Decision) string {
+	r := min(d.Remaining, q.q)
+	item := fmt.Sprintf("%q;r=%d", name, r)
+	if t, ok := untilMoreQuota(d, q, r); ok {
+		item += ";t=" + strconv.FormatInt(t, 10)
+	}
+	return item
 }
 
 // writeRateLimit adds the policy's RateLimit item: "name";r=R;t=T, r what
@@ -41,12 +52,7 @@ func (c *config) writeRateLimit(w http.ResponseWriter, o *outcome) {
 	if !c.ietf || o.decision.Degraded() {
 		return
 	}
-	r := min(o.decision.Remaining, o.quota.q)
-	item := fmt.Sprintf("%q;r=%d", o.name, r)
-	if t, ok := untilMoreQuota(o.decision, o.quota, r); ok {
-		item += ";t=" + strconv.FormatInt(t, 10)
-	}
-	w.Header().Add("RateLimit", item)
+	w.Header().Add("RateLimit", rateLimitItem(o.name, o.quota, o.decision))
 }
 
 // untilMoreQuota returns the seconds, rounded up, until more quota than r
@@ -112,4 +118,17 @@ func writeProblem(w http.ResponseWriter, status int, p problem) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(p)
+}
+
+// Fields returns the draft-10 RateLimit-Policy and RateLimit items that
+// the middleware sends for one decision of a policy named name, for
+// servers that speak HTTP through another protocol (sluice serve puts them
+// in Envoy's response_headers_to_add). rateLimit is "" for a decision made
+// by a fallback policy, whose figures of the shared limit are unknown.
+func Fields(name string, limiter sluice.Limiter, limit sluice.Limit, d sluice.Decision) (policy, rateLimit string) {
+	q, _ := quotaOf(limiter, limit)
+	if d.Degraded() {
+		return policyItem(name, q), ""
+	}
+	return policyItem(name, q), rateLimitItem(name, q, d)
 }

@@ -63,6 +63,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 const usage = `Sluice: a distributed rate limiter on Redis.
@@ -77,6 +78,8 @@ Commands:
 	        balancer, and that one shared Sluice bucket does not
 	bench   compare Sluice's algorithms with other Go limiters on the same
 	        Redis (runs the bench module; "sluice bench -h" for its flags)
+	serve   the limiter as a service: Envoy's rate-limit service (gRPC) and
+	        a JSON API (runs the serve module; "sluice serve -h" for its flags)
 	help    print this help; "sluice help demo" prints the demo's flags
 `
 
@@ -99,7 +102,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "demo":
 		return runDemoCommand(ctx, rest, stdout, stderr)
 	case "bench":
-		return runBenchCommand(ctx, rest, stdout, stderr)
+		return runModuleCommand(ctx, "bench", "sluice-bench", rest, stdout, stderr)
+	case "serve":
+		return runModuleCommand(ctx, "serve", "sluice-serve", rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		return runHelp(rest, stdout, stderr)
 	default:
@@ -142,36 +147,40 @@ func runDemoCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	return 0
 }
 
-// runBenchCommand runs the benchmark, which lives in the bench module (its
-// own go.mod, so that it may import other rate limiters without the core
-// depending on them): it execs "go -C <bench> run ./cmd/sluice-bench".
-func runBenchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	dir, err := benchDir()
+// runModuleCommand runs a command that lives in a module of its own (bench
+// imports other rate limiters, serve gRPC and Envoy's API, which the core
+// does not depend on): it execs "go -C <module> run ./cmd/<command>".
+func runModuleCommand(ctx context.Context, module, command string, args []string, stdout, stderr io.Writer) int {
+	dir, err := moduleDir(module, command)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice bench: %v\n", err)
+		fmt.Fprintf(stderr, "sluice %s: %v\n", module, err)
 		return 1
 	}
-	cmd := exec.CommandContext(ctx, "go", append([]string{"-C", dir, "run", "./cmd/sluice-bench"}, absPathFlags(args)...)...)
+	cmd := exec.CommandContext(ctx, "go", append([]string{"-C", dir, "run", "./cmd/" + command}, absPathFlags(args)...)...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// On ^C, let the command stop as it would alone (sluice serve drains
+	// its calls and closes its leases) rather than killing it.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 15 * time.Second
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
 			return exit.ExitCode()
 		}
-		fmt.Fprintf(stderr, "sluice bench: %v\n", err)
+		fmt.Fprintf(stderr, "sluice %s: %v\n", module, err)
 		return 1
 	}
 	return 0
 }
 
-// absPathFlags makes the file arguments of --json, --html and --from-json
-// absolute: the benchmark runs in the bench module's directory.
+// absPathFlags makes the file arguments of --json, --html, --from-json and
+// --config absolute: the command runs in its module's directory.
 func absPathFlags(args []string) []string {
 	out := make([]string, len(args))
 	copy(out, args)
 	isPathFlag := func(name string) bool {
 		name = strings.TrimLeft(name, "-")
-		return name == "json" || name == "html" || name == "from-json"
+		return name == "json" || name == "html" || name == "from-json" || name == "config"
 	}
 	for i := 0; i < len(out); i++ {
 		name, value, hasValue := strings.Cut(out[i], "=")
@@ -192,13 +201,13 @@ func absPathFlags(args []string) []string {
 	return out
 }
 
-// benchDir finds the bench module: ./bench from the repository root, where
-// "go run ./cmd/sluice" is run.
-func benchDir() (string, error) {
-	for _, dir := range []string{"bench", "../bench", "../../bench"} {
-		if _, err := os.Stat(filepath.Join(dir, "cmd", "sluice-bench", "main.go")); err == nil {
+// moduleDir finds a module of the repository: ./<module> from the
+// repository root, where "go run ./cmd/sluice" is run.
+func moduleDir(module, command string) (string, error) {
+	for _, dir := range []string{module, "../" + module, "../../" + module} {
+		if _, err := os.Stat(filepath.Join(dir, "cmd", command, "main.go")); err == nil {
 			return filepath.Abs(dir)
 		}
 	}
-	return "", errors.New("the bench module is not here: run it from the repository root (go run ./cmd/sluice bench)")
+	return "", fmt.Errorf("the %s module is not here: run it from the repository root (go run ./cmd/sluice %s)", module, module)
 }

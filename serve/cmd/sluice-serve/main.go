@@ -1,0 +1,242 @@
+// Command sluice-serve runs sluice serve: Envoy's rate-limit service over
+// gRPC and a JSON API over HTTP, deciding by the policies of one file
+// (package serve). From the repository root:
+//
+//	go run ./cmd/sluice serve --config serve/policies.example.yaml
+//
+// Flags:
+//
+//	--config FILE   the policy file (required)
+//	--redis URL     redis://host:port/db to share the limits between servers;
+//	                "auto" starts a throwaway redis-server; empty: the embedded store
+//	--grpc ADDR     the rate-limit service's address (default 127.0.0.1:8081)
+//	--http ADDR     /v1/allow, /healthz, /readyz, /metrics (default 127.0.0.1:8080)
+//
+// SIGHUP reloads the file (a file that does not build is refused, logged,
+// and the policies in force kept); SIGTERM or SIGINT drains the calls in
+// flight, closes the leases (their tokens go back to the store) and exits.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"google.golang.org/grpc"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/serve"
+	"github.com/sluicehq/sluice/store/embedded"
+	"github.com/sluicehq/sluice/store/goredisstore"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+type flags struct {
+	config, redis, grpcAddr, httpAddr string
+}
+
+func parseFlags(args []string, stderr io.Writer) (flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("sluice serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.config, "config", "", "the policy file (required)")
+	fs.StringVar(&f.redis, "redis", "", `redis://host:port/db, or "auto" to start a redis-server; empty: the embedded store`)
+	fs.StringVar(&f.grpcAddr, "grpc", "127.0.0.1:8081", "address of the Envoy rate-limit service (gRPC)")
+	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "address of /v1/allow, /healthz, /readyz and /metrics")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if f.config == "" {
+		return f, errors.New("--config is required")
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return f, nil
+}
+
+func run(args []string, stderr io.Writer) int {
+	f, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := serveUntilSignalled(f, logger); err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func serveUntilSignalled(f flags, logger *slog.Logger) error {
+	config, err := os.ReadFile(f.config)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	store, closeStore, err := openStore(f.redis, logger)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	registry := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(registry))
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	defer func() { _ = meters.Shutdown(context.Background()) }()
+
+	srv, err := serve.New(config, store, meters, logger)
+	if err != nil {
+		return fmt.Errorf("--config %s: %w", f.config, err)
+	}
+	grpcListener, err := net.Listen("tcp", f.grpcAddr)
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("--grpc: %w", err)
+	}
+	httpListener, err := net.Listen("tcp", f.httpAddr)
+	if err != nil {
+		_ = grpcListener.Close()
+		_ = srv.Close()
+		return fmt.Errorf("--http: %w", err)
+	}
+	gs := grpc.NewServer()
+	rlsv3.RegisterRateLimitServiceServer(gs, srv)
+	hs := &http.Server{Handler: srv.Handler(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = gs.Serve(grpcListener) }()
+	go func() { _ = hs.Serve(httpListener) }()
+	logger.Info("sluice serve: listening", "grpc", grpcListener.Addr().String(), "http", httpListener.Addr().String(), "config", f.config)
+
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
+	for sig := range signals {
+		if sig == syscall.SIGHUP {
+			reload(srv, f.config, logger)
+			continue
+		}
+		logger.Info("sluice serve: shutting down: draining the calls in flight", "signal", sig.String())
+		break
+	}
+	signal.Stop(signals)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() { gs.GracefulStop(); close(stopped) }()
+	_ = hs.Shutdown(ctx)
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		gs.Stop()
+	}
+	if err := srv.Close(); err != nil {
+		return fmt.Errorf("closing the leases: %w", err)
+	}
+	logger.Info("sluice serve: stopped")
+	return nil
+}
+
+func reload(srv *serve.Server, path string, logger *slog.Logger) {
+	config, err := os.ReadFile(path)
+	if err == nil {
+		err = srv.Reload(config)
+	}
+	if err != nil {
+		logger.Error("sluice serve: reload refused; the policies in force are kept", "config", path, "err", err)
+		return
+	}
+	logger.Info("sluice serve: reloaded", "config", path)
+}
+
+// openStore opens the store --redis names, and checks that it answers.
+func openStore(url string, logger *slog.Logger) (sluice.Store, func(), error) {
+	if url == "" {
+		store, err := embedded.Start()
+		if err != nil {
+			return nil, nil, fmt.Errorf("embedded store: %w", err)
+		}
+		logger.Info("sluice serve: on the embedded store (in process; limits are not shared with other servers)")
+		return store, func() { _ = store.Close() }, nil
+	}
+	stopRedis := func() {}
+	if url == "auto" {
+		addr, stop, err := startRedis(logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		url, stopRedis = "redis://"+addr+"/0", stop
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		stopRedis()
+		return nil, nil, fmt.Errorf("--redis: %w", err)
+	}
+	opt.MaxRetries = -1 // a resent script may charge twice (docs/failure.md)
+	opt.ContextTimeoutEnabled = true
+	opt.DialTimeout = 200 * time.Millisecond
+	client := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		stopRedis()
+		return nil, nil, fmt.Errorf("--redis %s: Redis does not answer: %w", url, err)
+	}
+	return goredisstore.New(client), func() { _ = client.Close(); stopRedis() }, nil
+}
+
+// startRedis starts a throwaway redis-server on a free loopback port.
+func startRedis(logger *slog.Logger) (string, func(), error) {
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", nil, errors.New("--redis auto: redis-server is not on the PATH")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	dir, err := os.MkdirTemp("", "sluice-serve-")
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = os.RemoveAll(filepath.Clean(dir))
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	logger.Info("sluice serve: started redis-server", "pid", cmd.Process.Pid, "addr", addr)
+	return addr, stop, nil
+}

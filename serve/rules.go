@@ -1,0 +1,328 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/fixedwindow"
+	"github.com/sluicehq/sluice/algorithms/gcra"
+	"github.com/sluicehq/sluice/algorithms/slidingcounter"
+	"github.com/sluicehq/sluice/algorithms/slidinglog"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/coalesce"
+	"github.com/sluicehq/sluice/fallback"
+	"github.com/sluicehq/sluice/lease"
+	"github.com/sluicehq/sluice/shard"
+	"github.com/sluicehq/sluice/sluiceotel"
+	"github.com/sluicehq/sluice/store/memstore"
+)
+
+// rule is one policy, built: its limiter with every decorator the file
+// asked for.
+type rule struct {
+	name      string
+	match     []MatchEntry
+	limit     sluice.Limit
+	cost      int64
+	limiter   sluice.Limiter // the whole stack, sluiceotel outermost
+	algorithm sluice.Limiter // the bare algorithm, for the RateLimit fields
+	fallback  string         // "", "open", "closed", "local"
+	closers   []func() error // leases, closed (their tokens released) when the rules go
+}
+
+// rules is one loaded policy file: what a request is decided by until a
+// reload replaces it.
+type rules struct {
+	domain  string
+	deny    bool // descriptors no policy matches are denied
+	byName  map[string]*rule
+	ordered []*rule
+
+	// mu is held for reading by every call in flight, so that Close waits
+	// for them before it closes the leases.
+	mu     sync.RWMutex
+	closed bool
+}
+
+// buildRules builds every policy of c on store, recording metrics on mp.
+// On error nothing is left open.
+func buildRules(c *Config, store sluice.Store, mp metric.MeterProvider) (*rules, error) {
+	rs := &rules{domain: c.Domain, deny: c.Unknown == "deny", byName: map[string]*rule{}}
+	for i, pc := range c.Policies {
+		r, err := buildRule(pc, store, mp)
+		if err != nil {
+			rs.Close()
+			return nil, fmt.Errorf("serve: policy %d (%q): %w", i+1, pc.Name, err)
+		}
+		if _, dup := rs.byName[pc.Name]; dup {
+			rs.Close()
+			return nil, fmt.Errorf("serve: policy %d: name %q is taken by an earlier policy", i+1, pc.Name)
+		}
+		for _, other := range rs.ordered {
+			if sameMatch(other.match, r.match) {
+				rs.Close()
+				return nil, fmt.Errorf("serve: policy %q: match: the same descriptor as policy %q", pc.Name, other.name)
+			}
+		}
+		rs.byName[pc.Name] = r
+		rs.ordered = append(rs.ordered, r)
+	}
+	return rs, nil
+}
+
+func sameMatch(a, b []MatchEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func newAlgorithm(name string, store sluice.Store) (sluice.Limiter, error) {
+	switch name {
+	case "", "tokenbucket":
+		return tokenbucket.New(store)
+	case "gcra":
+		return gcra.New(store)
+	case "fixedwindow":
+		return fixedwindow.New(store)
+	case "slidingcounter":
+		return slidingcounter.New(store)
+	case "slidinglog":
+		return slidinglog.New(store)
+	}
+	return nil, fmt.Errorf("algorithm: unknown %q (tokenbucket, gcra, fixedwindow, slidingcounter or slidinglog)", name)
+}
+
+func buildRule(pc PolicyConfig, store sluice.Store, mp metric.MeterProvider) (*rule, error) {
+	if !validName(pc.Name) {
+		return nil, fmt.Errorf("name: %q: use 1 to 64 letters, digits, '-', '_' or '.'", pc.Name)
+	}
+	if len(pc.Match) == 0 || len(pc.Match) > maxEntries {
+		return nil, fmt.Errorf("match: give 1 to %d descriptor entries", maxEntries)
+	}
+	for _, m := range pc.Match {
+		if m.Key == "" {
+			return nil, errors.New("match: an entry has no key")
+		}
+	}
+	period, err := parseDuration("period", pc.Period, 0)
+	if err != nil {
+		return nil, err
+	}
+	burst := pc.Burst
+	if burst == 0 {
+		burst = pc.Rate
+	}
+	limit := sluice.Limit{Rate: pc.Rate, Period: period, Burst: burst}
+	if err := limit.Validate(); err != nil {
+		return nil, fmt.Errorf("rate, period or burst: %w", err)
+	}
+	cost := pc.Cost
+	if cost == 0 {
+		cost = 1
+	}
+	if cost < 0 {
+		return nil, fmt.Errorf("cost: %d is negative", cost)
+	}
+	alg, err := newAlgorithm(pc.Algorithm, store)
+	if err != nil {
+		return nil, err
+	}
+	if err := sluice.CheckRequest(alg, "serve", limit, cost); err != nil {
+		return nil, fmt.Errorf("cost or limit: %w", err)
+	}
+	if b, ok := alg.(sluice.Bounded); ok {
+		if c, err := b.Capacity("serve", sluice.Limit{Rate: 1, Period: time.Second, Burst: 2}); err == nil && c == 1 && pc.Burst != 0 && pc.Burst != pc.Rate {
+			return nil, fmt.Errorf("burst: %d, but %s has no burst (it allows Rate per Period): leave it out", pc.Burst, pc.Algorithm)
+		}
+	}
+	r := &rule{name: pc.Name, match: pc.Match, limit: limit, cost: cost, algorithm: alg, fallback: pc.Fallback}
+	var l sluice.Limiter = alg
+	if pc.Shards < 0 || pc.Shards == 1 {
+		return nil, fmt.Errorf("shards: %d (0 for none, or 2 and more)", pc.Shards)
+	}
+	if pc.Shards > 1 {
+		if l, err = shard.New(l, shard.WithShards(pc.Shards)); err != nil {
+			return nil, fmt.Errorf("shards: %w", err)
+		}
+	}
+	if pc.Coalesce {
+		if l, err = coalesce.New(l); err != nil {
+			return nil, fmt.Errorf("coalesce: %w", err)
+		}
+	}
+	if pc.Lease < 0 {
+		return nil, fmt.Errorf("lease: %d is negative", pc.Lease)
+	}
+	if pc.Lease > 0 {
+		leased, err := lease.New(l, lease.WithBatch(pc.Lease))
+		if err != nil {
+			return nil, fmt.Errorf("lease: %w", err)
+		}
+		r.closers = append(r.closers, leased.Close)
+		l = leased
+	}
+	if l, err = withFallback(l, pc); err != nil {
+		closeAll(r.closers)
+		return nil, err
+	}
+	otel, err := sluiceotel.New(l, sluiceotel.WithPolicyName(pc.Name), sluiceotel.WithAlgorithm(algorithmName(pc.Algorithm)),
+		sluiceotel.WithMeterProvider(mp))
+	if err != nil {
+		closeAll(r.closers)
+		return nil, err
+	}
+	r.limiter = otel
+	return r, nil
+}
+
+func algorithmName(s string) string {
+	if s == "" {
+		return "tokenbucket"
+	}
+	return s
+}
+
+func withFallback(l sluice.Limiter, pc PolicyConfig) (sluice.Limiter, error) {
+	if pc.Fallback == "" {
+		if pc.FallbackTimeout != "" || pc.Replicas != 0 {
+			return nil, errors.New("fallback_timeout and replicas need a fallback")
+		}
+		return l, nil
+	}
+	timeout, err := parseDuration("fallback_timeout", pc.FallbackTimeout, fallback.DefaultTimeout)
+	if err != nil {
+		return nil, err
+	}
+	var policy fallback.Policy
+	switch pc.Fallback {
+	case "open":
+		policy = fallback.Open()
+	case "closed":
+		policy = fallback.Closed()
+	case "local":
+		if pc.Replicas < 1 {
+			return nil, errors.New("replicas: fallback: local needs the number of servers sharing the limit")
+		}
+		local, err := newAlgorithm(pc.Algorithm, memstore.New())
+		if err != nil {
+			return nil, err
+		}
+		if policy, err = fallback.Local(local, fallback.Replicas(pc.Replicas)); err != nil {
+			return nil, fmt.Errorf("fallback: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("fallback: unknown %q (open, closed or local)", pc.Fallback)
+	}
+	f, err := fallback.New(l, fallback.WithPolicy(policy), fallback.WithTimeout(timeout))
+	if err != nil {
+		return nil, fmt.Errorf("fallback: %w", err)
+	}
+	return f, nil
+}
+
+func closeAll(closers []func() error) error {
+	var errs []error
+	for _, c := range closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
+}
+
+// Close waits for the calls in flight on rs and closes its leases, giving
+// their unspent tokens back to the store. It is safe to call twice.
+func (rs *rules) Close() error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.closed {
+		return nil
+	}
+	rs.closed = true
+	var errs []error
+	for _, r := range rs.ordered {
+		errs = append(errs, closeAll(r.closers))
+	}
+	return errors.Join(errs...)
+}
+
+// maxEntries bounds the entries of one descriptor, and maxDescriptors the
+// descriptors of one request.
+const (
+	maxEntries     = 16
+	maxDescriptors = 64
+	maxValueBytes  = 64
+)
+
+// match returns the rule whose entries a descriptor's are, or nil.
+func (rs *rules) match(entries []entry) *rule {
+	for _, r := range rs.ordered {
+		if len(r.match) != len(entries) {
+			continue
+		}
+		ok := true
+		for i, m := range r.match {
+			if m.Key != entries[i].key || m.Value != "" && m.Value != entries[i].value {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return r
+		}
+	}
+	return nil
+}
+
+// entry is one descriptor entry of a request.
+type entry struct{ key, value string }
+
+// keyOf is the Redis key of a descriptor under rule r: the values, as the
+// hash tag (so that a tenant's keys share a Cluster slot), then the
+// domain and the policy. A value over 64 bytes is replaced by its SHA-256,
+// so that callers cannot make keys of any size.
+func (rs *rules) keyOf(r *rule, entries []entry) string {
+	values := make([]string, len(entries))
+	for i, e := range entries {
+		values[i] = boundValue(e.value)
+	}
+	return sluice.Key(strings.Join(values, "\x1f"), "serve", rs.domain, r.name)
+}
+
+// keyOfID is the Redis key of a caller's id under rule r, as /v1/allow
+// names it: the same key as a descriptor of one entry with that value.
+func (rs *rules) keyOfID(r *rule, id string) string {
+	return sluice.Key(boundValue(id), "serve", rs.domain, r.name)
+}
+
+func boundValue(v string) string {
+	if len(v) <= maxValueBytes && !strings.HasPrefix(v, "sha256:") {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "sha256:" + base64.RawURLEncoding.EncodeToString(sum[:])
+}
