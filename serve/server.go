@@ -108,12 +108,6 @@ func (s *Server) acquire() (rs *rules, release func()) {
 
 var errClosed = errors.New("serve: the server is shutting down")
 
-// decision is one descriptor's outcome.
-type decision struct {
-	rule *rule
-	d    sluice.Decision
-}
-
 // ShouldRateLimit implements Envoy's RateLimitService. Every descriptor is
 // checked before any is decided, so that a bad request consumes nothing:
 // no descriptors, too many (over 64) or too long (over 16 entries), an
