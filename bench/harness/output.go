@@ -79,8 +79,30 @@ func WriteTable(w io.Writer, r Report) error {
 				io.WriteString(ew, "\n")
 			}
 		}
+		for _, note := range outOverheadNotes(g) {
+			fmt.Fprintln(ew, outOneLine(note))
+		}
 	}
 	return ew.err
+}
+
+// outOverheadNotes states the overhead of each result that has one.
+func outOverheadNotes(g outGroup) []string {
+	var notes []string
+	for _, res := range g.results {
+		if o := res.Overhead; o != nil {
+			notes = append(notes, fmt.Sprintf("overhead of %s over %s: p50 %s µs, %s µs per decision (1 / decisions/s)",
+				res.Subject, o.Over, outSigned(o.P50Micros), outSigned(o.MicrosPerDecision)))
+		}
+	}
+	return notes
+}
+
+func outSigned(v float64) string {
+	if v >= 0 {
+		return "+" + outMicros(v)
+	}
+	return "-" + outMicros(-v)
 }
 
 // WriteJSON writes r as indented JSON.
@@ -324,6 +346,7 @@ type outScenarioView struct {
 	Admitted outLineChart
 	Latency  *outBarChart
 	Cost     *outBarChart
+	Notes    []string
 }
 
 type outRowView struct {
@@ -422,6 +445,7 @@ func outBuildPage(r Report) outPageView {
 			Admitted: outAdmittedChart(g, colours),
 			Latency:  outLatencyChart(g),
 			Cost:     outCostChart(g, colours),
+			Notes:    outOverheadNotes(g),
 		}
 		for _, res := range g.results {
 			sv.Rows = append(sv.Rows, outRowView{Cells: outCells(res), Error: res.Error != ""})
@@ -704,10 +728,11 @@ svg.chart .title { text-anchor: middle; fill: #555; }
 <div class="tablewrap"><table>
 <thead><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
-{{range .Rows}}<tr{{if .Error}} class="err"{{end}}>{{range $i, $c := .Cells}}{{if eq $i 0}}<td>{{$c}}</td>{{else if eq $i 11}}<td class="error">{{$c}}</td>{{else}}<td class="num">{{$c}}</td>{{end}}{{end}}</tr>
+{{range .Rows}}<tr{{if .Error}} class="err"{{end}}>{{range $i, $c := .Cells}}{{if eq $i 0}}<td>{{$c}}</td>{{else if eq $i 12}}<td class="error">{{$c}}</td>{{else}}<td class="num">{{$c}}</td>{{end}}{{end}}</tr>
 {{end}}</tbody>
 </table></div>
-
+{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}
 <h3>Admitted over time</h3>
 {{with .Admitted}}<svg class="chart admitted" viewBox="{{.ViewBox}}" role="img" aria-label="{{.Label}}">
 {{range .XTicks}}<line class="grid" x1="{{.X}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y2}}"/>{{if .Label}}<text class="tick" x="{{.TX}}" y="{{.TY}}">{{.Label}}</text>{{end}}

@@ -3,7 +3,10 @@
 // tenant, ...) against subjects (each Sluice algorithm and decorator
 // stack, other Go rate limiters on the same Redis, and an in-process
 // golang.org/x/time/rate as the no-network ceiling), and reports what each
-// admitted against the ideal, how fast, and at what cost to Redis.
+// admitted against the ideal, how fast, and at what cost to Redis. The
+// serve scenarios measure sluice serve over gRPC against a direct library
+// call, and an envoyproxy/ratelimit-style fixed window reimplemented as a
+// bench subject (serve.go).
 package harness
 
 import "time"
@@ -66,7 +69,24 @@ type Result struct {
 	AdmittedOverTime []int64 `json:"admitted_over_time"`
 	IdealOverTime    []int64 `json:"ideal_over_time"`
 
+	// Overhead is what this subject costs over another of the same
+	// scenario (the serve scenarios: a server over a direct call); nil
+	// where the subject names none.
+	Overhead *Overhead `json:"overhead,omitempty"`
+
 	Error string `json:"error,omitempty"`
+}
+
+// Overhead is one subject's cost over another's in the same scenario.
+type Overhead struct {
+	// Over is the other subject.
+	Over string `json:"over"`
+	// P50Micros is the p50 latency minus the other's, in microseconds.
+	P50Micros float64 `json:"p50_us"`
+	// MicrosPerDecision is 1 / decisions per second minus the other's, in
+	// microseconds: with one caller, about the mean added latency; with
+	// many, the added cost per decision to the machine under load.
+	MicrosPerDecision float64 `json:"us_per_decision"`
 }
 
 // Latency holds percentiles of one decision's latency, in microseconds.

@@ -89,6 +89,11 @@ type Scenario struct {
 	// InterleavePing sends a PING through the subject's own client before
 	// each decision, timed apart, for the subject's latency over PING's.
 	InterleavePing bool
+	// Subjects, when set, are the scenario's own subjects, run instead of
+	// the common ones (Options.Subjects) and filtered by
+	// Options.OnlySubjects: the serve scenarios compare subjects that mean
+	// nothing elsewhere.
+	Subjects []Subject
 }
 
 var defaultLimit = sluice.Limit{Rate: 100, Period: time.Second, Burst: 100}
@@ -123,9 +128,10 @@ func burst(ctx context.Context, decide Decide, rec *recorder, key string, n int)
 	wg.Wait()
 }
 
-// Scenarios returns the scenarios, each lasting about d.
+// Scenarios returns the scenarios, each lasting about d, the serve
+// scenarios (with their own subjects) last.
 func Scenarios() []Scenario {
-	return []Scenario{
+	return append([]Scenario{
 		{Name: "steady under the limit (80/s against 100/s)", Limit: defaultLimit, Pods: 1,
 			Drive: func(ctx context.Context, pods []Decide, rec *recorder, d time.Duration) {
 				paced(ctx, pods[0], rec, "steady", 80, d)
@@ -192,7 +198,7 @@ func Scenarios() []Scenario {
 				}
 				wg.Wait()
 			}},
-	}
+	}, ServeScenarios()...)
 }
 
 // memoryKeys is how many keys the memory scenario creates: enough that the
@@ -240,13 +246,56 @@ type Options struct {
 	// server); nil on the embedded store.
 	Stats    *redis.Client
 	Progress io.Writer
+	// OnlySubjects filters scenarios' own subjects as --subjects does
+	// (see MatchesAny); empty: all of them.
+	OnlySubjects string
+}
+
+// MatchesAny reports whether name contains one of the comma-separated
+// parts of filter; an empty filter matches every name.
+func MatchesAny(name, filter string) bool {
+	for part := range strings.SplitSeq(filter, ",") {
+		if strings.Contains(name, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// subjectsOf returns the subjects sc runs against.
+func (o Options) subjectsOf(sc Scenario) []Subject {
+	if sc.Subjects == nil {
+		return o.Subjects
+	}
+	var subs []Subject
+	for _, s := range sc.Subjects {
+		if MatchesAny(s.Name, o.OnlySubjects) {
+			subs = append(subs, s)
+		}
+	}
+	return subs
+}
+
+// Planned returns how many scenario and subject pairs Run would run.
+func Planned(o Options) int {
+	n := 0
+	for _, sc := range o.Scenarios {
+		for _, sub := range o.subjectsOf(sc) {
+			if !sub.Baseline || sc.Throughput {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Run runs every scenario against every subject and returns the results.
 func Run(ctx context.Context, o Options) []Result {
 	var results []Result
 	for _, sc := range o.Scenarios {
-		for _, sub := range o.Subjects {
+		subs := o.subjectsOf(sc)
+		first := len(results)
+		for _, sub := range subs {
 			if sub.Baseline && !sc.Throughput {
 				continue
 			}
@@ -255,8 +304,37 @@ func Run(ctx context.Context, o Options) []Result {
 			}
 			results = append(results, runOne(ctx, o, sc, sub))
 		}
+		overheads(results[first:], subs)
 	}
 	return results
+}
+
+// overheads sets the Overhead of each result whose subject is measured
+// over another (Subject.Over) that ran in the same scenario, both without
+// error.
+func overheads(results []Result, subs []Subject) {
+	over := map[string]string{}
+	for _, s := range subs {
+		if s.Over != "" {
+			over[s.Name] = s.Over
+		}
+	}
+	byName := map[string]*Result{}
+	for i := range results {
+		byName[results[i].Subject] = &results[i]
+	}
+	for i := range results {
+		r := &results[i]
+		ref := byName[over[r.Subject]]
+		if ref == nil || r.Error != "" || ref.Error != "" || r.DecisionsPerSecond <= 0 || ref.DecisionsPerSecond <= 0 {
+			continue
+		}
+		r.Overhead = &Overhead{
+			Over:              ref.Subject,
+			P50Micros:         r.LatencyMicros.P50 - ref.LatencyMicros.P50,
+			MicrosPerDecision: 1e6/r.DecisionsPerSecond - 1e6/ref.DecisionsPerSecond,
+		}
+	}
 }
 
 func runOne(ctx context.Context, o Options, sc Scenario, sub Subject) Result {

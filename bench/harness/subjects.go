@@ -51,6 +51,9 @@ type Subject struct {
 	// Ping is a PING through the client the subject uses, the reference
 	// for its latency; nil for in-process subjects and the PINGs.
 	Ping func(c Clients) Decide
+	// Over names the subject of the same scenario this one's overhead is
+	// measured over (Result.Overhead); empty: none.
+	Over string
 }
 
 // pingGoRedis and pingRueidis are a PING through each client.

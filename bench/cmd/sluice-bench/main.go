@@ -9,6 +9,14 @@
 // no setup, and its latencies are not representative of a real Redis.
 // --redis auto starts a throwaway redis-server on a free loopback port
 // (it must be on the PATH) and stops it at the end.
+//
+// The serve scenarios (--scenarios serve) have subjects of their own: sluice
+// serve's ShouldRateLimit over gRPC on loopback (and called in process)
+// against a direct library call of the same algorithm, and an
+// envoyproxy/ratelimit-style fixed window (its INCRBY+EXPIRE pipeline,
+// reimplemented as a bench subject) called directly and behind the same
+// gRPC server shape; the table states each server's overhead over its
+// direct call. Each subject runs there for a fifth of --duration.
 package main
 
 import (
@@ -54,6 +62,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	onlySubjects := fs.String("subjects", "", "run only subjects whose name contains this (or one of these, comma-separated)")
 	fromJSON := fs.String("from-json", "", "run nothing: render the table (and --html) from a saved --json file")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if *fromJSON != "" {
@@ -126,20 +137,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var scenarios []harness.Scenario
 	for _, s := range harness.Scenarios() {
-		if containsAny(s.Name, *onlyScenarios) {
+		if harness.MatchesAny(s.Name, *onlyScenarios) {
 			scenarios = append(scenarios, s)
 		}
 	}
 	var subjects []harness.Subject
 	for _, s := range harness.Subjects() {
-		if containsAny(s.Name, *onlySubjects) {
+		if harness.MatchesAny(s.Name, *onlySubjects) {
 			subjects = append(subjects, s)
 		}
 	}
-	if len(scenarios) == 0 || len(subjects) == 0 {
+	opts := harness.Options{
+		Duration: *duration, Scenarios: scenarios, Subjects: subjects, OnlySubjects: *onlySubjects,
+		Clients: clients, Stats: stats, Progress: stderr,
+	}
+	runs := harness.Planned(opts)
+	if runs == 0 {
 		return errors.New("no scenario or no subject matches")
 	}
-	fmt.Fprintf(stderr, "sluice bench on %s: %d scenarios x %d subjects\n", report.Redis, len(scenarios), len(subjects))
+	fmt.Fprintf(stderr, "sluice bench on %s: %d scenarios, %d runs\n", report.Redis, len(scenarios), runs)
 	if report.Representative {
 		if c, err := redisBenchmark(ctx, stats); err != nil {
 			fmt.Fprintf(stderr, "redis-benchmark ceiling not measured: %v\n", err)
@@ -147,10 +163,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			report.Ceilings = append(report.Ceilings, c)
 		}
 	}
-	report.Results = harness.Run(ctx, harness.Options{
-		Duration: *duration, Scenarios: scenarios, Subjects: subjects,
-		Clients: clients, Stats: stats, Progress: stderr,
-	})
+	report.Results = harness.Run(ctx, opts)
 	return output(stdout, report, *jsonPath, *htmlPath)
 }
 
@@ -269,15 +282,4 @@ func startRedis(stderr io.Writer) (string, func(), error) {
 	}
 	fmt.Fprintf(stderr, "started redis-server (pid %d) on %s\n", cmd.Process.Pid, addr)
 	return addr, stop, nil
-}
-
-// containsAny reports whether name contains one of the comma-separated
-// parts of filter; an empty filter matches every name.
-func containsAny(name, filter string) bool {
-	for part := range strings.SplitSeq(filter, ",") {
-		if strings.Contains(name, part) {
-			return true
-		}
-	}
-	return false
 }
