@@ -1,0 +1,385 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/store/goredisstore"
+)
+
+// binary is sluice-serve, built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-serve-test-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "sluice-serve")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build sluice-serve: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is one sluice-serve process.
+type proc struct {
+	cmd      *exec.Cmd
+	config   string
+	mu       sync.Mutex
+	log      strings.Builder
+	exited   chan struct{}
+	exitCode int
+	client   rlsv3.RateLimitServiceClient
+}
+
+func (p *proc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+var listening = regexp.MustCompile(`msg="sluice serve: listening" grpc=(\S+) http=(\S+)`)
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// start runs sluice-serve with config and args, and waits until it
+// listens. Cleanup kills it if it still runs.
+func start(t *testing.T, config string, args ...string) *proc {
+	t.Helper()
+	p := launch(t, config, args...)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if m := listening.FindStringSubmatch(p.logs()); m != nil {
+			conn, err := grpc.NewClient(m[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = conn.Close() })
+			p.client = rlsv3.NewRateLimitServiceClient(conn)
+			return p
+		}
+		select {
+		case <-p.exited:
+			t.Fatalf("sluice-serve exited %d before listening:\n%s", p.exitCode, p.logs())
+		case <-time.After(20 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "sluice-serve did not listen within 20 s:\n%s", p.logs())
+	}
+}
+
+// launch starts sluice-serve without waiting for it.
+func launch(t *testing.T, config string, args ...string) *proc {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policies.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(config), 0o600))
+	p := &proc{config: path, exited: make(chan struct{})}
+	p.cmd = exec.Command(binary, append([]string{"--config", path, "--grpc", freeAddr(t), "--http", freeAddr(t)}, args...)...)
+	stderr, err := p.cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		s := bufio.NewScanner(stderr)
+		for s.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(s.Text() + "\n")
+			p.mu.Unlock()
+		}
+		err := p.cmd.Wait()
+		p.exitCode = 0
+		if exit, ok := err.(*exec.ExitError); ok {
+			p.exitCode = exit.ExitCode()
+		}
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+func (p *proc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.exitCode
+	case <-time.After(20 * time.Second):
+		t.Fatalf("sluice-serve did not exit within 20 s:\n%s", p.logs())
+		return -1
+	}
+}
+
+func desc(key, value string) []*ratelimitv3.RateLimitDescriptor {
+	return []*ratelimitv3.RateLimitDescriptor{{Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: key, Value: value}}}}
+}
+
+func ask(p *proc, key, value string) (*rlsv3.RateLimitResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return p.client.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: desc(key, value)})
+}
+
+// TestServersSharingOneRedisKeepOneLimit: three sluice-serve processes on
+// one redis-server, 4 callers each on one descriptor for 2 s, admit
+// together at most Burst + Rate × T (the token bucket's bound; T from the
+// first call's start to the last one's end), and at least 80% of it.
+func TestServersSharingOneRedisKeepOneLimit(t *testing.T) {
+	server := sluicetest.StartRedis(t)
+	config := "domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: 100, period: 1s, burst: 50}\n"
+	var procs []*proc
+	for range 3 {
+		procs = append(procs, start(t, config, "--redis", server.URL()))
+	}
+	var admitted, errs atomic.Int64
+	var first, last atomic.Int64
+	stop := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		for range 4 {
+			wg.Go(func() {
+				for time.Now().Before(stop) {
+					began := time.Now().UnixNano()
+					first.CompareAndSwap(0, began)
+					resp, err := ask(p, "user", "u1")
+					last.Store(max(last.Load(), time.Now().UnixNano()))
+					if err != nil {
+						errs.Add(1)
+						continue
+					}
+					if resp.GetOverallCode() == rlsv3.RateLimitResponse_OK {
+						admitted.Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	elapsed := time.Duration(last.Load() - first.Load())
+	bound := 50 + 100*elapsed.Seconds()
+	t.Logf("3 servers admitted %d in %s against a bound of %.1f", admitted.Load(), elapsed.Round(time.Millisecond), bound)
+	require.Zero(t, errs.Load())
+	require.LessOrEqual(t, float64(admitted.Load()), bound)
+	require.GreaterOrEqual(t, float64(admitted.Load()), 0.8*bound)
+}
+
+// TestKillingRedisFollowsThePolicy: kill -9 the redis-server under load:
+// a policy with fallback open keeps answering OK, one with fallback closed
+// OVER_LIMIT, with no gRPC error and each call within a second; after a
+// restart the store decides again (its answers carry the RateLimit field
+// again, which a fallback's do not).
+func TestKillingRedisFollowsThePolicy(t *testing.T) {
+	server := sluicetest.StartRedis(t)
+	config := `domain: edge
+policies:
+  - {name: open, match: [{key: user}], rate: 1000000, period: 1s, fallback: open, fallback_timeout: 50ms}
+  - {name: closed, match: [{key: tenant}], rate: 1000000, period: 1s, fallback: closed, fallback_timeout: 50ms}
+`
+	p := start(t, config, "--redis", server.URL())
+	fromStore := func(resp *rlsv3.RateLimitResponse) bool {
+		for _, h := range resp.GetResponseHeadersToAdd() {
+			if h.GetKey() == "RateLimit" {
+				return true
+			}
+		}
+		return false
+	}
+	type tally struct{ calls, ok, over, store, errs, slow atomic.Int64 }
+	var phase atomic.Pointer[[2]*tally]
+	healthy, outage, recovered := [2]*tally{{}, {}}, [2]*tally{{}, {}}, [2]*tally{{}, {}}
+	phase.Store(&healthy)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i, key := range []string{"user", "tenant"} {
+		for range 2 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					tl := phase.Load()[i]
+					began := time.Now()
+					resp, err := ask(p, key, "k")
+					tl.calls.Add(1)
+					if time.Since(began) > time.Second {
+						tl.slow.Add(1)
+					}
+					switch {
+					case err != nil:
+						tl.errs.Add(1)
+					case resp.GetOverallCode() == rlsv3.RateLimitResponse_OK:
+						tl.ok.Add(1)
+					default:
+						tl.over.Add(1)
+					}
+					if err == nil && fromStore(resp) {
+						tl.store.Add(1)
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+			})
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	phase.Store(&[2]*tally{{}, {}}) // the kill: not counted
+	time.Sleep(50 * time.Millisecond)
+	server.Kill()
+	time.Sleep(100 * time.Millisecond) // calls begun before the kill end first
+	phase.Store(&outage)
+	time.Sleep(700 * time.Millisecond)
+	phase.Store(&[2]*tally{{}, {}}) // the restart: not counted
+	require.NoError(t, server.Restart())
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := ask(p, "tenant", "probe")
+		if err == nil && fromStore(resp) {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the store decides again within 15 s of the restart")
+		time.Sleep(50 * time.Millisecond)
+	}
+	phase.Store(&recovered)
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	wg.Wait()
+
+	for i, name := range []string{"open", "closed"} {
+		h, o, r := healthy[i], outage[i], recovered[i]
+		t.Logf("%s: healthy %d calls (%d from the store), outage %d calls (%d OK, %d OVER_LIMIT), recovered %d calls (%d from the store)",
+			name, h.calls.Load(), h.store.Load(), o.calls.Load(), o.ok.Load(), o.over.Load(), r.calls.Load(), r.store.Load())
+		for _, tl := range []*tally{h, o, r} {
+			require.Zero(t, tl.errs.Load(), "%s: no gRPC error", name)
+			require.Zero(t, tl.slow.Load(), "%s: every call within a second", name)
+		}
+		require.Positive(t, o.calls.Load())
+		require.Zero(t, o.store.Load(), "%s: during the outage the fallback decides", name)
+		require.Equal(t, h.calls.Load(), h.store.Load())
+		require.Equal(t, r.calls.Load(), r.store.Load(), "%s: after the restart the store decides", name)
+		require.Positive(t, r.calls.Load())
+	}
+	require.Equal(t, outage[0].calls.Load(), outage[0].ok.Load(), "open: every outage call OK")
+	require.Equal(t, outage[1].calls.Load(), outage[1].over.Load(), "closed: every outage call OVER_LIMIT")
+}
+
+// TestReloadKeepsServing: SIGHUP under load swaps the policies without a
+// failed call; a file that does not build is refused, logged, and the
+// policies in force are kept.
+func TestReloadKeepsServing(t *testing.T) {
+	policy := func(rate int) string {
+		return fmt.Sprintf("domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: %d, period: 1m, lease: 5}\n", rate)
+	}
+	p := start(t, policy(1000))
+	var calls, errs atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				_, err := ask(p, "user", fmt.Sprint("u", g))
+				calls.Add(1)
+				if err != nil {
+					errs.Add(1)
+				}
+			}
+		})
+	}
+	for i := range 6 {
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, os.WriteFile(p.config, []byte(policy(1000+i)), 0o600))
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	}
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, os.WriteFile(p.config, []byte("domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: 0, period: 1m}\n"), 0o600))
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	require.Positive(t, calls.Load())
+	require.Zero(t, errs.Load(), "no call failed across %d reloads", 6)
+	require.Equal(t, 6, strings.Count(p.logs(), "sluice serve: reloaded"))
+	require.Contains(t, p.logs(), "reload refused; the policies in force are kept")
+	resp, err := ask(p, "user", "after")
+	require.NoError(t, err)
+	require.Equal(t, uint32(1005), resp.GetStatuses()[0].GetCurrentLimit().GetRequestsPerUnit(), "the last good file's limit")
+}
+
+// TestShutdownReturnsLeasedTokens: SIGTERM drains and closes the leases: the
+// tokens a lease took and did not spend go back to the bucket in Redis,
+// and the process exits 0.
+func TestShutdownReturnsLeasedTokens(t *testing.T) {
+	server := sluicetest.StartRedis(t)
+	p := start(t, "domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: 1, period: 1h, burst: 100, lease: 10}\n",
+		"--redis", server.URL())
+	resp, err := ask(p, "user", "u1")
+	require.NoError(t, err)
+	require.Equal(t, rlsv3.RateLimitResponse_OK, resp.GetOverallCode())
+
+	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	bucket, err := tokenbucket.New(goredisstore.New(client))
+	require.NoError(t, err)
+	key := sluice.Key("u1", "serve", "edge", "p")
+	limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 100}
+	before, err := bucket.AllowN(context.Background(), key, limit, 0)
+	require.NoError(t, err)
+	require.LessOrEqual(t, before.Remaining, int64(90), "the lease holds its batch")
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.wait(t), p.logs())
+	require.Contains(t, p.logs(), "sluice serve: stopped")
+	after, err := bucket.AllowN(context.Background(), key, limit, 0)
+	require.NoError(t, err)
+	t.Logf("bucket: %d while leased, %d after the shutdown", before.Remaining, after.Remaining)
+	require.Equal(t, int64(99), after.Remaining, "only the one token spent is gone")
+}
+
+// TestStartupErrors: a bad policy file, an unreachable Redis and a missing
+// flag are clear errors, and the process exits 1 (2 for a usage error).
+func TestStartupErrors(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		config string
+		args   []string
+		code   int
+		want   string
+	}{
+		{"bad file", "policies:\n  - {name: p, match: [{key: u}], rate: 5, period: soon}\n", nil, 1, `policy 1 ("p"): period: "soon"`},
+		{"unreachable Redis", "policies:\n  - {name: p, match: [{key: u}], rate: 5, period: 1s}\n", []string{"--redis", "redis://127.0.0.1:1/0"}, 1, "Redis does not answer"},
+		{"a bad Redis URL", "policies:\n  - {name: p, match: [{key: u}], rate: 5, period: 1s}\n", []string{"--redis", "mysql://x"}, 1, "--redis"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := launch(t, c.config, c.args...)
+			require.Equal(t, c.code, p.wait(t))
+			require.Contains(t, p.logs(), c.want)
+		})
+	}
+	out, err := exec.Command(binary).CombinedOutput()
+	require.Error(t, err)
+	require.Equal(t, 2, err.(*exec.ExitError).ExitCode())
+	require.Contains(t, string(out), "--config is required")
+}
