@@ -3,50 +3,26 @@
 // the store as one batch ([sluice.BatchLimiter]), one script call for up to
 // [sluice.MaxBatch] decisions.
 //
-// # Why
-//
-// A decision on Redis costs a round trip and a script call, and on the
-// server most of a script call is overhead paid per call: reading the
-// command, setting up the script, reading the clock. Under load many
-// callers pay it at the same moment. This decorator lets them share it:
-// fewer, larger script calls, and more decisions per second from the same
-// client and server (docs/benchmarks.md has the measured figures).
-//
-// # What changes, and what does not
-//
-// Nothing waits for a timer. A call goes straight to the wrapped limiter
-// while fewer than MaxInFlight ([WithMaxInFlight]) calls are in flight, so
-// a lone caller sees no added latency. Only when all of them are busy does
-// a call queue; when one finishes, the calls queued by then leave together.
+// [New] wraps a limiter that takes batches ([sluice.CanBatch]: every
+// Sluice algorithm, or a decorator over one) and refuses any other. No
+// timer: a call goes straight through while fewer than [WithMaxInFlight]
+// calls are in flight (default [DefaultMaxInFlight]), so a lone caller
+// waits for nothing; when all are busy calls queue, and leave together as
+// one finishes. See Example, Example_concurrent and Example_refund.
 //
 // Every request is decided exactly as the wrapped limiter's AllowN would
-// decide it: same script logic, same key, same limit, same cost, in
-// arrival order, each batch at one instant of the store's clock. A denial
-// is still a Decision; an invalid request still gets its own error and
-// costs the others nothing. A batch that fails (the network, a timeout)
-// fails each of its calls with that error, as the calls would have failed
-// one by one.
+// decide it, in arrival order, each batch at one instant of the store's
+// clock. A denial is still a Decision, an invalid request gets its own
+// error while the others are decided, and a batch that fails fails each of
+// its calls with that error.
+// AllowBatch, Refund, Reset, Capacity, Lease and Release pass unchanged.
 //
-// # Keys and Redis Cluster
-//
-// A batch's keys go to one server, so on Redis Cluster they must share a
-// slot. By default every queued call may join one batch, which is right for
-// a single node, Sentinel and the in-process stores. On a Cluster the first
-// batch whose keys span slots is refused by the server before anything
-// runs; the decorator then splits it by hash tag and groups by hash tag
-// from then on. Keys built with [sluice.Key] carry a tag; a key without one
-// is always decided alone. With a go-redis Ring, which shards by key and
-// reports nothing, give [ByHashTag] from the start.
-//
-// # Context
-//
-// A batch runs on behalf of all its callers, so it does not stop when one
-// of them gives up: it runs under the first caller's context values,
-// without its cancellation, until the latest of its callers' deadlines (no
-// deadline if one of them has none). A caller whose context ends while it
-// waits returns the context's error at once; if its request had already
-// left with a batch, that request may still have been decided, as with any
-// call whose reply is not awaited.
+// On Redis Cluster a batch's keys must share a slot: the decorator detects
+// a Cluster and then batches only keys of one hash tag ([sluice.Key] writes
+// one; a key without one is decided alone). On a go-redis Ring, give
+// [ByHashTag]. A batch runs until the latest of its callers' deadlines; a
+// caller whose context ends while it waits returns at once, though a
+// request that already left with a batch may still have been decided.
 package coalesce
 
 import (
@@ -338,6 +314,10 @@ func (l *Limiter) Queued() int {
 }
 
 // release ends a call to next: its slot goes to the next batch, if any.
+// The slot is handed over, not freed: inFlight stays at maxInFlight while
+// calls queue, and the batch's first waiter (its leader) decides the batch
+// for everyone from its own goroutine, then releases the slot in turn. So
+// batches form only while every slot is busy, and no timer is needed.
 func (l *Limiter) release() {
 	l.mu.Lock()
 	if len(l.queue) == 0 {

@@ -1,61 +1,31 @@
 // Package lease takes tokens from a shared limit in batches and spends them
-// locally, so that most decisions cost no round trip to Redis, without
+// in process, so that most decisions cost no round trip to Redis, without
 // letting the processes together admit more than the limit.
 //
-// # The bound
+// [New] wraps a limiter that leases ([sluice.CanLease]: the token bucket or
+// GCRA, or a decorator over one) and refuses any other, a lease included.
+// [WithBatch] sets B, the tokens a lease asks for (default [DefaultBatch]);
+// a busy key's lease grows up to [WithMaxBatch], and a process holds fewer
+// than 2 × that of a key. [WithHold] sets how long leased tokens may be
+// spent before they are released; [ByHashTag] is for a go-redis Ring.
+// [Limiter.Close] releases every lease, giving back what was not spent;
+// later calls return [ErrClosed]. Example shows a lease taken, spent,
+// refunded into and released.
 //
-// A lease is taken with [sluice.Leaser.Lease], which the token bucket and
-// GCRA serve: leased tokens stay reserved in the shared state until the
-// process reports them spent, releases them or the hold ends, and the
-// bucket never refills past Burst less what is reserved. So the tokens in
-// the bucket and in every process's lease together never exceed Burst, and
-// N leasing processes admit at most Burst + Rate × T over any interval T:
-// the unleased limiter's bound, whatever N, B, the hold, or how long a lease
-// sat idle before a spike (TestSpikeAfterIdleKeepsTheUnleasedBound,
-// TestProcessesOnRealRedis). Every process using the key must go through a
-// lease.Limiter: a plain AllowN on the same key does not see reservations.
-//
-// What leasing costs is the other side of that bound: tokens sitting in a
-// lease, and tokens spent from it but not yet reported, are unavailable to
-// other processes; the bucket refills into them only from the next report
-// (the next lease, or the release). A process reports whenever it asks for
-// more, and releases a lease it no longer uses when the lease's hold ends
-// ([WithHold]); a process that dies leaves its reservation to expire, after
-// which the bucket refills into it at the limit's rate.
-//
-// # How it works
-//
-// For each key (and limit) a process holds at most one lease, and at most
-// one request for it is in flight at a time. A request of cost n is spent
-// from the lease when it holds n; when fewer tokens are left than the
-// lease's size, the next lease is asked for in the background, so that
-// decisions do not wait for Redis. The size starts at B ([WithBatch]);
-// when the process spends a whole lease before the next arrives it
-// doubles, up to [WithMaxBatch] (8 × B by default), and it halves when a
-// lease arrives to one still holding a whole size. So a process holds
-// fewer than 2 × WithMaxBatch tokens of a key. A call that finds the lease short while a request is in
-// flight waits for it; if that request was denied for a cost no larger
-// than its own, it is denied too (with the same RetryAfter, longer by the
-// difference in cost); otherwise it asks for its own cost and a lease, and
-// gets that decision. The size asked for shrinks near the limit, to a
-// quarter of what the shared limit had left at the last answer, so that one
-// process cannot take what others need. Requests of cost above B, and
-// peeks, are decided by the shared limit directly (under the
-// reservations), with the process's report.
-//
-// [Limiter.Close] waits for the requests in flight, then releases every
-// lease, giving back what it did not spend.
-//
-// # What a Decision means
+// Leased tokens stay reserved in the shared state until the process reports
+// them spent, releases them or the hold ends, so N leasing processes admit
+// at most Burst + Rate × T over any interval T: the unleased limiter's
+// bound, whatever N, B, the hold, or how long a lease sat idle. Every
+// process using the key must go through a lease.Limiter: a plain AllowN on
+// the same key does not see reservations. The cost is that tokens in a
+// lease, or spent from it but not yet reported, are unavailable to other
+// processes until the next report or the release; a process that dies
+// leaves its reservation to expire.
 //
 // A decision from the lease is local: Allowed is exact, and Remaining and
-// ResetAfter are estimates marked [sluice.Decision.Estimated]: the lease's
-// own tokens plus what the shared limit had left at the last answer
-// (capped at the limit's capacity), which may be off by what other
-// processes did since. A decision the shared limit made (a denial, a
-// request above B, a peek, the first request of a key) is the shared
-// limit's, its Remaining reservation-aware, with the lease's own tokens
-// added.
+// ResetAfter are estimates marked [sluice.Decision.Estimated]. A denial, a
+// peek, a request of cost above B and a key's first request are decided by
+// the shared limit, reservations included.
 package lease
 
 import (
@@ -309,6 +279,15 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	if n == 0 || n > l.batch {
 		return l.direct(ctx, le, n)
 	}
+	// A key has one lease and at most one request (or release) in flight
+	// (le.busy). A cost the lease holds is spent from it, and when fewer
+	// tokens than its size are left the next lease is asked for in the
+	// background, so that decisions do not wait for Redis. A call that
+	// finds the lease short while a request is in flight waits for it; if
+	// that request was denied for a cost no larger than n, n is denied too
+	// (RetryAfter longer by the difference in cost); otherwise, with
+	// nothing in flight, the call asks for its own cost and a lease, and
+	// gets that decision. So waiters never take leases of their own.
 	var waited uint64
 	for {
 		le.mu.Lock()
@@ -567,6 +546,14 @@ func (l *Limiter) request(le *lease, n, extra int64) sluice.LeaseRequest {
 }
 
 // apply adds a lease's answer to le, sent at sent. The caller holds le.mu.
+//
+// It also sizes the next lease: B to start with; doubled (up to
+// maxBatch) when the process spent a whole lease before the next arrived
+// (le.dry), halved when a lease arrives to one still holding a whole size;
+// and never more than a quarter of what the shared limit had left, so that
+// near the limit one process cannot take what others need. A process
+// therefore holds fewer than 2 × maxBatch tokens of a key: what is left of
+// one lease (under its size) and the next.
 func (l *Limiter) apply(le *lease, req sluice.LeaseRequest, g sluice.Grant, sent time.Time) {
 	le.round++
 	if g.Allowed {

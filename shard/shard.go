@@ -1,92 +1,32 @@
-// Package shard spreads a hot key over several sub-keys, each holding a
-// share of the limit, so that one tenant's traffic is not pinned to one
-// Redis Cluster shard.
+// Package shard spreads a hot key's limit over several sub-keys, each
+// holding a share of it, so that one tenant's traffic is not pinned to one
+// Redis Cluster shard; together the shares never admit more than the limit.
 //
-// # Which keys are sharded
+// [New] wraps any [sluice.Limiter] but another shard. [WithShards] sets the
+// number of shares S (default [DefaultShards]); [WithHotKeys] or
+// [WithPredicate] chooses the keys to shard, by default every key.
+// WithHotKeys("tenant:42") shards every key whose hash tag is "tenant:42",
+// such as sluice.Key("tenant:42", "api"), and the key "tenant:42"; other
+// keys pass through unchanged. See Example and ExampleSubKeys.
 //
-// Every key, unless [WithHotKeys] or [WithPredicate] chooses. WithHotKeys
-// takes keys as the caller writes them: a request's key is sharded when it
-// equals one of them exactly, or when its hash tag equals one of them
-// written as [sluice.Key] writes a tag. So WithHotKeys("tenant:42") shards
-// sluice.Key("tenant:42", "api") (that is, "rl:{tenant:42}:api") and every
-// other key built with the tag "tenant:42", and the key "tenant:42"
-// itself, but not sluice.Key("tenant:43", "api") nor
-// sluice.Key("tenant:4", "2"). A given key containing '{', '}' or '%' is
-// compared in its escaped form (WithHotKeys("a{b}") matches
-// sluice.Key("a{b}", ...), whose tag is "a%7Bb%7D"); ':' is not escaped in
-// a tag. A key's hash tag is what Redis Cluster hashes: the text between
-// its first '{' and the first '}' after it, when not empty.
+// A sub-key keeps the key's shape and changes only its hash tag ([SubKey]):
+// share 6 of 8 of "rl:{tenant:hot}:api" is "rl:{tenant:hot#6.41}:api".
+// Sub-keys of different keys never collide, a key whose hash tag holds no
+// '#' is never a sub-key, and on a cluster with slots spread evenly the
+// sub-keys land on min(S, primaries) primaries.
 //
-// # How it works
+// A Decision is about the whole limit: Limit is the caller's, Allowed and
+// RetryAfter are exact, Remaining and ResetAfter are estimates marked
+// [sluice.Decision.Estimated] (exact for a key split into one share). A
+// request can be denied while another share still has room. A cost above
+// the smallest share's capacity is an error wrapping
+// [sluice.ErrCostExceedsBurst], and each share ([Share]) must be a limit
+// the algorithm accepts (tokenbucket.ValidateLimit).
 //
-// For a sharded key, the limit is split into S shares (S is [WithShards],
-// at most the limit's Rate and Burst; see [Count]): Rate / S and Burst / S,
-// the remainders spread over the first shares so that they add up to the
-// limit exactly ([Share]). Each share lives under its own sub-key with a
-// hash tag of its own, chosen so that the S sub-keys fall in evenly spaced
-// parts of the 16,384 slots: on a cluster whose slots are spread evenly
-// over its primaries (as redis-cli --cluster create does), the sub-keys
-// land on min(S, primaries) different primaries. A sub-key keeps the key's
-// shape and changes only its hash tag: with S = 8, share 6 of
-// "rl:{tenant:hot}:api" is "rl:{tenant:hot#6.41}:api" (the tag, '#', the
-// share's number, '.', and a salt that puts the slot in the share's part of
-// the range); a key without a hash tag, such as "tenant:42", becomes
-// "{#tenant:42#6.53}" (see [SubKey]). Sub-keys of different keys never
-// collide, and a sub-key's tag always holds a '#' of its own: no key whose
-// hash tag holds no '#' is ever a sub-key, so only a key with '#' in its
-// tag can meet another key's sub-key.
-//
-// A request goes to a random share; if that one denies, to one more
-// before the request is denied, so that the shares together behave close
-// to one bucket. Together they never admit more than the limit; a request
-// can be denied while another share still has room, and docs/scaling.md
-// gives the measured rate of that under skewed traffic.
-//
-// # What a Decision means
-//
-// A Decision about a sharded key is about the caller's whole limit, as the
-// root package defines it: Limit is the limit the caller passed (not the
-// share's), Allowed and RetryAfter are exact, and Remaining and ResetAfter
-// are estimates, marked Estimated. Remaining is the share's Remaining
-// scaled to the whole (times S for equal shares; precisely, times the
-// whole's capacity over the share's, rounded down, and never more than the
-// whole's capacity), and ResetAfter is the share's: every share refills at
-// its part of the rate, so a share's time to full stands for the whole's.
-// They are off by how unevenly the traffic fell on the shares. A denial's
-// RetryAfter is the shorter of the two shares' tried (a retry then may be
-// routed to another share). A key split into one share (WithShards(1), or
-// a limit whose Burst or Rate is 1) is decided exactly, without Estimated.
-//
-// A request's cost must fit one share: a cost larger than the smallest
-// share's capacity (Burst / S for the bucket algorithms, Rate / S for the
-// window algorithms, rounded down) is an error wrapping
-// [sluice.ErrCostExceedsBurst], made before anything is sent; shard only
-// keys whose requests are small next to the limit. Each share must also be
-// a limit the algorithm accepts: the token bucket and GCRA reject a share
-// whose Period / Rate is not within 1% of whole microseconds (see
-// tokenbucket.ValidateLimit), so split high rates into shares that divide
-// the period.
-//
-// # Capabilities
-//
-// A Limiter serves exactly what the limiter it wraps serves ([sluice.Capabler]);
-// a method of a capability the wrapped limiter lacks returns an error
-// wrapping [sluice.ErrUnsupported]. Keys that are not sharded pass through
-// unchanged. For sharded keys:
-//
-//   - Refund gives the tokens to the share that is short: it peeks every
-//     share and refunds to the one furthest below its capacity, splitting
-//     the refund over more shares when it exceeds one's shortfall, never
-//     more to a share than its capacity.
-//   - Reset deletes the key and its sub-keys, for every share count up to
-//     WithShards (Reset has no limit to tell how many shares the key has).
-//   - AllowBatch routes each request as AllowN does.
-//   - Capacity is the smallest share's capacity.
-//   - Lease and Release route each holder to one share, always the same
-//     for a holder, so that its reservation and its release meet. A
-//     holder is a process's lease decorator, so under lease.New each
-//     process leases from one share of a sharded key: processes spread
-//     over the shares, but a process alone gets 1 / S of the limit.
+// A Limiter serves what the limiter it wraps serves ([sluice.Capabler]):
+// Refund goes to the shares that are short, Reset clears the key and its
+// sub-keys, and Lease sends each holder to one share ([HolderShare]), so
+// under lease.New a process alone gets 1 / S of the limit.
 package shard
 
 import (
@@ -169,9 +109,16 @@ func WithShards(s int) Option {
 
 // WithHotKeys shards only the keys given (and those of [WithPredicate], if
 // also given), each as the caller writes it: a request's key is sharded
-// when it equals a given key, or when its hash tag is a given key as
-// [sluice.Key] escapes a tag (see the package documentation). The default
-// shards every key. At least one key, none empty.
+// when it equals a given key, or when its hash tag (what Redis Cluster
+// hashes: the text between its first '{' and the first '}' after it, when
+// not empty) is a given key as [sluice.Key] escapes a tag. So
+// WithHotKeys("tenant:42") shards sluice.Key("tenant:42", "api") (that is,
+// "rl:{tenant:42}:api"), every other key built with the tag "tenant:42",
+// and the key "tenant:42" itself, but not sluice.Key("tenant:43", "api")
+// nor sluice.Key("tenant:4", "2"). A given key containing '{', '}' or '%'
+// is compared in its escaped form: WithHotKeys("a{b}") matches
+// sluice.Key("a{b}", ...), whose tag is "a%7Bb%7D" (':' is not escaped in
+// a tag). The default shards every key. At least one key, none empty.
 func WithHotKeys(keys ...string) Option {
 	return func(c *config) error {
 		if len(keys) == 0 {
@@ -347,7 +294,14 @@ func (p *plan) checkCost(n int64) error {
 	return nil
 }
 
-// whole turns share i's Decision into one about the whole limit.
+// whole turns share i's Decision into one about the whole limit: Limit
+// becomes the caller's, and Remaining the share's scaled to the whole
+// (times the whole's capacity over the share's, rounded down, never more
+// than the whole's capacity: times S for equal shares). ResetAfter stays
+// the share's: every share refills at its part of the rate, so a share's
+// time to full stands for the whole's. Both are off by how unevenly the
+// traffic fell on the shares, hence Estimated (unless there is one share).
+// Allowed and RetryAfter need no change.
 func (p *plan) whole(d sluice.Decision, i int) sluice.Decision {
 	d.Limit = p.limit
 	d.Remaining = scale(d.Remaining, p.capOf(i), p.sumCap)
@@ -384,6 +338,10 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	if err := p.checkCost(n); err != nil {
 		return sluice.Decision{}, err
 	}
+	// A random share decides; if it denies, one more is tried before the
+	// request is denied, so that the shares together behave close to one
+	// bucket (a denial while another share has room is rarer). A denial's
+	// RetryAfter is the shorter of the two: a retry may go to either.
 	first := rand.IntN(p.s)
 	d, err := l.next.AllowN(ctx, p.subKeys[first], p.share(first), n)
 	if err != nil {

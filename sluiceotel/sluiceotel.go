@@ -1,39 +1,29 @@
 // Package sluiceotel records each rate-limit decision in OpenTelemetry: a
 // span per decision and three metrics, through a decorator over any
-// [sluice.Limiter].
+// [sluice.Limiter] that forwards every call unchanged.
 //
-// # Spans
+// [New] uses the global providers unless [WithTracerProvider] or
+// [WithMeterProvider] gives others, so an application that configures
+// OpenTelemetry once needs no option. [WithAlgorithm] and
+// [WithPolicyName] set sluice.algorithm and sluice.policy on spans and
+// metrics. Example records into memory; ExampleWithTracerProvider shows
+// no-op providers.
 //
-// One span named "sluice.decision" per AllowN call, with attributes
-// sluice.algorithm and sluice.policy (when set with [WithAlgorithm] and
-// [WithPolicyName]), sluice.cost, sluice.outcome ("allowed", "denied" or
-// "error"), sluice.remaining and sluice.source ("store", or the fallback
-// policy that decided). A denial is not a span error; an error is. The key
-// is recorded (sluice.key) only with [WithKeyAttribute]: keys are often
-// personal data and always high-cardinality.
+// Spans: "sluice.decision" per AllowN and "sluice.lease" per Lease carry
+// sluice.cost (a lease's Cost), sluice.outcome ("allowed", "denied" or
+// "error"), sluice.remaining, sluice.source ("store", or the fallback
+// policy that decided) and, a lease's, sluice.lease.extra. A Release has
+// "sluice.release" with sluice.lease.unspent, an AllowBatch "sluice.batch"
+// with sluice.batch.size, and Refund and Reset none. A denial is not a span
+// error; an error is. The key (sluice.key) is recorded only with
+// [WithKeyAttribute]: keys are often personal data.
 //
-// A Lease has a span named "sluice.lease" with the same attributes (the
-// cost is the request's Cost) and sluice.lease.extra, the tokens granted
-// beyond it; a Release one named "sluice.release" with
-// sluice.lease.unspent; an AllowBatch one named "sluice.batch" with
-// sluice.batch.size. Refund and Reset have none.
-//
-// # Metrics
-//
-//   - sluice.decisions (counter): decisions, by sluice.outcome,
-//     sluice.source, sluice.algorithm and sluice.policy.
-//   - sluice.decision.duration (histogram, seconds): the time a decision
-//     took, by the same attributes.
-//   - sluice.decisions.degraded (counter): decisions made by a fallback
-//     policy, by sluice.source, sluice.algorithm and sluice.policy.
-//
-// AllowN, each request of AllowBatch and Lease (its Cost's decision) count
-// as decisions; Refund, Reset and Release do not. Metric attributes never
-// include the key.
-//
-// The providers default to the global ones (otel.GetTracerProvider,
-// otel.GetMeterProvider), so an application that configures OpenTelemetry
-// once needs no option.
+// Metrics: sluice.decisions (counter, by sluice.outcome, sluice.source,
+// sluice.algorithm and sluice.policy), sluice.decision.duration (histogram,
+// seconds, the same attributes) and sluice.decisions.degraded (counter of
+// fallback decisions, by source, algorithm and policy). AllowN, each
+// request of a batch and Lease count as decisions; Refund, Reset and
+// Release do not. Metric attributes never include the key.
 package sluiceotel
 
 import (

@@ -1,53 +1,28 @@
 // Package tokenbucket is Sluice's default algorithm: a token bucket kept in
-// Redis and updated by one Lua script per decision.
+// Redis and updated atomically by one Lua script per decision.
 //
-// # Semantics
+// A bucket holds up to Limit.Burst tokens and refills at Limit.Rate per
+// Limit.Period; a request of cost n is allowed when n tokens are in the
+// bucket, and takes them. Over any interval of length T a key admits at
+// most Burst + Rate × T / Period cost units. A cost of 0 peeks (would a
+// cost-1 request be allowed?) and takes nothing. A cost larger than Burst
+// can never be allowed, so it is an error wrapping
+// [sluice.ErrCostExceedsBurst], not a denial.
 //
-// A bucket holds up to Limit.Burst tokens and refills continuously at
-// Limit.Rate tokens per Limit.Period. A request of cost n is allowed when n
-// tokens are in the bucket, and takes them. An idle client can therefore
-// send Burst requests at once, then Rate per Period. Over any interval of
-// length T, a key admits at most Burst + Rate × T / Period cost units.
+// [New] takes any [sluice.Store]; the Limiter also refunds, resets,
+// decides batches and leases (for package lease). Its state is one key,
+// the caller's key plus [KeySuffix], that expires soon after the bucket is
+// full, and it runs unchanged on Redis Cluster. Example runs on the embedded store;
+// ExampleLimiter_AllowN shows weighted requests, a peek and a cost larger
+// than Burst.
 //
-// A cost larger than Burst can never be allowed; AllowN returns an error
-// wrapping [sluice.ErrCostExceedsBurst] for it instead of a denial. A cost
-// of 0 peeks: the Decision says whether a cost-1 request would be allowed
-// and nothing is consumed.
-//
-// # Clock and precision
-//
-// The script reads the Redis server clock (TIME) by default, so clock skew
-// between pods cannot mint or drain tokens. [WithClock] sends the caller's
-// time instead (client-clock mode, for tests and for callers that must
-// decide on their own clock); then all callers of one key should share a
-// well-synchronised clock, and a clock that runs behind other callers' only
-// ever makes its own requests wait longer.
-//
-// Time is counted in whole microseconds and all arithmetic is on integers,
-// so the script and its Go model agree exactly. The refill interval of one
-// token is Period / Rate rounded up to a whole microsecond: a full burst
-// always fits, the enforced rate is never above Rate, and [ValidateLimit]
-// rejects limits where the rounding would lower it by more than 1% (none up
-// to 10,000 per second; above that, choose a Rate that divides Period).
-//
-// A clock that goes backwards (a server failover to a host whose clock is
-// behind, or a client clock in client-clock mode) only makes the bucket look
-// emptier; it never mints tokens.
-//
-// # Redis
-//
-// One key per bucket, the caller's key plus [KeySuffix], holding one integer
-// (int-encoded by Redis), the time the bucket will be full again; each
-// decision is one EVALSHA running TIME, GET and, when a request is allowed,
-// SET with PX. A denial and a peek write nothing. The TTL is the time until
-// the bucket is full plus one second, so idle keys vanish and memory tracks
-// active keys only. The script touches only the key it is given, so it runs
-// unchanged on Redis Cluster; build keys with [sluice.Key].
-//
-// The script's Go twin runs in process through [memstore], which is how the
-// package's pure-Go model doubles as an in-process limiter; the script itself
-// runs on the embedded miniredis through [embedded].
-//
-// [memstore]: https://pkg.go.dev/github.com/sluicehq/sluice/store/memstore
-// [embedded]: https://pkg.go.dev/github.com/sluicehq/sluice/store/embedded
+// The script reads the Redis server's clock, so skew between pods cannot
+// mint or drain tokens, and a clock that goes back only makes the bucket
+// look emptier. [WithClock] sends the caller's time instead (for tests, and
+// callers that must decide on their own clock): callers of one key should
+// then share a synchronised clock; one behind only makes its own requests
+// wait longer. Time is whole microseconds, one token's refill interval
+// Period / Rate rounded up: a full burst always fits, the enforced rate is
+// never above Rate, and [ValidateLimit] rejects limits that rounding would
+// lower by more than 1%.
 package tokenbucket
