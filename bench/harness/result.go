@@ -25,6 +25,11 @@ type Report struct {
 	// redis-benchmark -P 16 running the token bucket's own script.
 	Ceilings []Ceiling `json:"ceilings,omitempty"`
 	Results  []Result  `json:"results"`
+	// Headline is the comparison the README quotes (HeadlineOf).
+	Headline []Headline `json:"headline,omitempty"`
+	// Full says the run was sluice bench --full (every scenario and
+	// subject); otherwise the quick set or a selection.
+	Full bool `json:"full"`
 }
 
 // Ceiling is one reference throughput and how it was measured.

@@ -290,8 +290,13 @@ func Planned(o Options) int {
 }
 
 // Run runs every scenario against every subject and returns the results.
+//
+// Progress gets a line per run, with the time left estimated from the
+// runs so far.
 func Run(ctx context.Context, o Options) []Result {
 	var results []Result
+	planned, done := Planned(o), 0
+	began := time.Now()
 	for _, sc := range o.Scenarios {
 		subs := o.subjectsOf(sc)
 		first := len(results)
@@ -300,14 +305,40 @@ func Run(ctx context.Context, o Options) []Result {
 				continue
 			}
 			if o.Progress != nil {
-				fmt.Fprintf(o.Progress, "  %-60.60s  %s\n", sc.Name, sub.Name)
+				fmt.Fprintf(o.Progress, "[%d/%d] %-58.58s  %-40.40s  %s\n", done+1, planned, sc.Name, sub.Name, timeLeft(began, done, planned, o.Duration))
 			}
 			results = append(results, runOne(ctx, o, sc, sub))
+			done++
 		}
 		overheads(results[first:], subs)
 	}
 	return results
 }
+
+// timeLeft estimates the time the runs not done yet will take: the mean
+// of the runs done so far, or the duration per run before the first.
+func timeLeft(began time.Time, done, planned int, perRun time.Duration) string {
+	if done > 0 {
+		perRun = time.Since(began) / time.Duration(done)
+	}
+	left := (perRun * time.Duration(planned-done)).Round(time.Second)
+	return "about " + left.String() + " left"
+}
+
+// QuickScenarios and QuickSubjects are what `sluice bench` runs without
+// --full: enough for the headline comparison (HeadlineOf) in well under
+// 90 s on two cores.
+var (
+	QuickScenarios = []string{
+		"burst after idle (300 at once, then 200/s)",
+		"throughput: one hot key, 128 goroutines, all allowed",
+		"throughput: 10,000 keys, 128 goroutines, all allowed",
+	}
+	QuickSubjects = []string{
+		"sluice/tokenbucket", "sluice/tokenbucket+coalesce", "sluice/tokenbucket+lease(B=100)",
+		"go-redis/redis_rate (GCRA)", "ulule/limiter (fixed window)", "x/time/rate (in process)",
+	}
+)
 
 // overheads sets the Overhead of each result whose subject is measured
 // over another (Subject.Over) that ran in the same scenario, both without

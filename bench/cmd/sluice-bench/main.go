@@ -2,8 +2,12 @@
 // other Go rate limiters on the same Redis, scenario by scenario. It is
 // also what `go run ./cmd/sluice bench` runs (from the repository root).
 //
-//	sluice-bench [--redis auto|redis://host:port/db] [--duration 3s] [--json FILE] [--html FILE]
+//	sluice-bench [--full] [--redis auto|redis://host:port/db] [--duration 1.5s] [--json FILE] [--html FILE]
 //	             [--scenarios substring] [--subjects substring]
+//
+// With no flags it runs the quick set behind the headline comparison
+// (harness.QuickScenarios and QuickSubjects) in under a minute and a half;
+// --full runs every scenario and subject.
 //
 // Without --redis it runs on the embedded store (an in-process miniredis):
 // no setup, and its latencies are not representative of a real Redis.
@@ -32,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,7 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sluice bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	redisURL := fs.String("redis", "", `"auto" to start a redis-server, or a redis:// URL; empty: the embedded store`)
-	duration := fs.Duration("duration", 3*time.Second, "how long each timed scenario runs")
+	duration := fs.Duration("duration", 0, "how long each timed scenario runs (default 1.5s, or 3s with --full)")
+	full := fs.Bool("full", false, "run every scenario and subject (minutes); default: the quick set behind the headline comparison")
 	jsonPath := fs.String("json", "", "write the results as JSON to this file")
 	htmlPath := fs.String("html", "", "write a self-contained HTML report to this file")
 	onlyScenarios := fs.String("scenarios", "", "run only scenarios whose name contains this (or one of these, comma-separated)")
@@ -80,6 +86,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *duration == 0 {
+		*duration = 1500 * time.Millisecond
+		if *full {
+			*duration = 3 * time.Second
+		}
 	}
 	if *duration < 100*time.Millisecond || *duration > 10*time.Minute {
 		return fmt.Errorf("--duration %s: must be between 100ms and 10m", *duration)
@@ -135,17 +147,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer clients.GoRedis.Close()
 
+	// Without --full or a selection, the quick set: what the headline
+	// needs.
+	quick := !*full && *onlyScenarios == "" && *onlySubjects == ""
+	report.Full = *full && *onlyScenarios == "" && *onlySubjects == ""
 	var scenarios []harness.Scenario
 	for _, s := range harness.Scenarios() {
-		if harness.MatchesAny(s.Name, *onlyScenarios) {
+		if harness.MatchesAny(s.Name, *onlyScenarios) && (!quick || slices.Contains(harness.QuickScenarios, s.Name)) {
 			scenarios = append(scenarios, s)
 		}
 	}
 	var subjects []harness.Subject
 	for _, s := range harness.Subjects() {
-		if harness.MatchesAny(s.Name, *onlySubjects) {
+		if harness.MatchesAny(s.Name, *onlySubjects) && (!quick || slices.Contains(harness.QuickSubjects, s.Name)) {
 			subjects = append(subjects, s)
 		}
+	}
+	if quick {
+		fmt.Fprintln(stderr, "the quick set behind the headline; --full runs every scenario and subject")
 	}
 	opts := harness.Options{
 		Duration: *duration, Scenarios: scenarios, Subjects: subjects, OnlySubjects: *onlySubjects,
@@ -164,12 +183,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	report.Results = harness.Run(ctx, opts)
+	report.Headline = harness.HeadlineOf(report)
 	return output(stdout, report, *jsonPath, *htmlPath)
 }
 
 // output writes the table, and the JSON and HTML files when asked.
 func output(stdout io.Writer, report harness.Report, jsonPath, htmlPath string) error {
 	if err := harness.WriteTable(stdout, report); err != nil {
+		return err
+	}
+	if err := harness.WriteHeadline(stdout, report); err != nil {
 		return err
 	}
 	if jsonPath != "" {
