@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,10 @@ type Server struct {
 	logger *slog.Logger
 	rules  atomic.Pointer[rules]
 	probe  sluice.Limiter // peeks at the store for /readyz
+
+	// replaced counts the closes of replaced policies still running, which
+	// Close waits for.
+	replaced sync.WaitGroup
 }
 
 // New builds a server on store from a policy file's contents. mp records
@@ -79,17 +84,22 @@ func (s *Server) Reload(config []byte) error {
 		return err
 	}
 	old := s.rules.Swap(rs)
-	go func() {
+	s.replaced.Go(func() {
 		if err := old.Close(); err != nil {
 			s.logger.Warn("serve: closing the replaced policies", "err", err)
 		}
-	}()
+	})
 	return nil
 }
 
 // Close waits for the calls in flight and closes the leases, giving their
-// unspent tokens back to the store.
-func (s *Server) Close() error { return s.rules.Load().Close() }
+// unspent tokens back to the store: those of the policies in force, and
+// those of policies a reload replaced whose calls are still in flight.
+func (s *Server) Close() error {
+	err := s.rules.Load().Close()
+	s.replaced.Wait()
+	return err
+}
 
 // acquire returns the policies in force, held until release is called.
 func (s *Server) acquire() (rs *rules, release func()) {

@@ -1,0 +1,508 @@
+//go:build unix
+
+package serve_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/fixedwindow"
+	"github.com/sluicehq/sluice/algorithms/gcra"
+	"github.com/sluicehq/sluice/algorithms/slidingcounter"
+	"github.com/sluicehq/sluice/algorithms/slidinglog"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/serve"
+	"github.com/sluicehq/sluice/sluicetest"
+)
+
+// TestServeBinary builds sluice-serve once and runs the tests of the
+// running binary on real redis-servers, one after the other (the bound
+// test wants the machine to itself).
+func TestServeBinary(t *testing.T) {
+	sluicetest.RequireRedisServer(t)
+	bin := filepath.Join(t.TempDir(), "sluice-serve")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sluice-serve")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build ./cmd/sluice-serve:\n%s", out)
+	for _, c := range []struct {
+		name string
+		test func(*testing.T, string)
+	}{
+		{"EveryAlgorithmOnRedis", testEveryAlgorithmOnRedis},
+		{"BucketBoundInEveryWindow", testBucketBoundInEveryWindow},
+		{"SIGTERMDrainsACallInFlight", testSIGTERMDrainsACallInFlight},
+		{"ReadyzAndMetricsWithRedisKilled", testReadyzAndMetricsWithRedisKilled},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.test(t, bin) })
+	}
+}
+
+// serveProc is one sluice-serve process, its stderr (the slog text log)
+// collected line by line.
+type serveProc struct {
+	cmd                *exec.Cmd
+	grpcAddr, httpAddr string
+	rls                rlsv3.RateLimitServiceClient
+
+	mu    sync.Mutex
+	lines []string
+
+	done     chan struct{} // closed when the process has exited
+	exitCode int
+}
+
+var listeningLine = regexp.MustCompile(`msg="sluice serve: listening" grpc=(\S+) http=(\S+)`)
+
+// startServe runs bin with the policy file config, --redis redisURL and
+// both listeners on ports the kernel picks (read back from the listening
+// log line), and returns once it listens, with a gRPC client of it. The
+// process is killed at the end of t if it still runs; its log is printed
+// if t failed.
+func startServe(t *testing.T, bin, config, redisURL string) *serveProc {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policies.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(config), 0o600))
+	p := &serveProc{done: make(chan struct{})}
+	p.cmd = exec.Command(bin, "--config", path, "--redis", redisURL, "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	dieWithTest(p.cmd)
+	stderr, err := p.cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		s := bufio.NewScanner(stderr)
+		for s.Scan() {
+			p.mu.Lock()
+			p.lines = append(p.lines, s.Text())
+			p.mu.Unlock()
+		}
+		err := p.cmd.Wait()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			p.exitCode = exit.ExitCode()
+		}
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("sluice-serve (pid %d) log:\n%s", p.cmd.Process.Pid, p.log())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := listeningLine.FindStringSubmatch(p.log()); m != nil {
+			p.grpcAddr, p.httpAddr = m[1], m[2]
+			break
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("sluice-serve exited %d before listening:\n%s", p.exitCode, p.log())
+		case <-time.After(10 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "sluice-serve did not listen within 30 s")
+	}
+	conn, err := grpc.NewClient(p.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	p.rls = rlsv3.NewRateLimitServiceClient(conn)
+	return p
+}
+
+func (p *serveProc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
+}
+
+// waitLog waits up to 20 s for a log line containing s.
+func (p *serveProc) waitLog(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(p.log(), s) {
+		require.True(t, time.Now().Before(deadline), "no log line %q within 20 s", s)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// wait waits up to 20 s for the process to exit and returns its code.
+func (p *serveProc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.exitCode
+	case <-time.After(20 * time.Second):
+		t.Fatal("sluice-serve did not exit within 20 s")
+		return -1
+	}
+}
+
+// decide sends one descriptor to p with a 10 s deadline.
+func (p *serveProc) decide(ds ...*ratelimitv3.RateLimitDescriptor) (*rlsv3.RateLimitResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return p.rls.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: ds})
+}
+
+// get sends GET path to p's HTTP listener and returns the status and body.
+func (p *serveProc) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + p.httpAddr + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+// postAllow sends POST /v1/allow to p and returns the status and body.
+func (p *serveProc) postAllow(t *testing.T, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post("http://"+p.httpAddr+"/v1/allow", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// headerOf returns the value of the response header name sluice serve asks
+// Envoy to add, or "".
+func headerOf(resp *rlsv3.RateLimitResponse, name string) string {
+	for _, h := range resp.GetResponseHeadersToAdd() {
+		if h.GetKey() == name {
+			return h.GetValue()
+		}
+	}
+	return ""
+}
+
+// newRedisClient returns a go-redis client on addr that never retries.
+func newRedisClient(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// testEveryAlgorithmOnRedis holds that the running binary on a real
+// redis-server, asked through go-control-plane's client, decides each of
+// the five algorithms: 3 OK then OVER_LIMIT with 3 a MINUTE as
+// current_limit and Retry-After, the state under sluice.Key(value,
+// "serve", domain, policy) plus the algorithm's suffix on Redis; and that
+// its HTTP listener serves /healthz, /readyz ("ok") and POST /v1/allow on
+// the same key (good and bad requests).
+func testEveryAlgorithmOnRedis(t *testing.T, bin string) {
+	server := sluicetest.StartRedis(t)
+	suffixes := map[string]string{
+		"tokenbucket": tokenbucket.KeySuffix, "gcra": gcra.KeySuffix, "fixedwindow": fixedwindow.KeySuffix,
+		"slidingcounter": slidingcounter.KeySuffix, "slidinglog": slidinglog.KeySuffix,
+	}
+	var config strings.Builder
+	config.WriteString("domain: edge\npolicies:\n")
+	for alg := range suffixes {
+		fmt.Fprintf(&config, "  - {name: %s-3, match: [{key: %s}], algorithm: %s, rate: 3, period: 1m}\n", alg, alg, alg)
+	}
+	p := startServe(t, bin, config.String(), server.URL())
+	client := newRedisClient(t, server.Addr())
+
+	for alg, suffix := range suffixes {
+		var codes []rlsv3.RateLimitResponse_Code
+		var last *rlsv3.RateLimitResponse
+		for range 4 {
+			resp, err := p.decide(descriptor(alg, "tenant:1"))
+			require.NoError(t, err, alg)
+			codes = append(codes, resp.GetOverallCode())
+			last = resp
+		}
+		require.Equal(t, []rlsv3.RateLimitResponse_Code{ok, ok, ok, over}, codes, alg)
+		st := last.GetStatuses()[0]
+		require.Equal(t, alg+"-3", st.GetCurrentLimit().GetName())
+		require.Equal(t, uint32(3), st.GetCurrentLimit().GetRequestsPerUnit(), alg)
+		require.Equal(t, rlsv3.RateLimitResponse_RateLimit_MINUTE, st.GetCurrentLimit().GetUnit(), alg)
+		require.NotEmpty(t, headerOf(last, "Retry-After"), alg)
+		key := sluice.Key("tenant:1", "serve", "edge", alg+"-3") + suffix
+		n, err := client.Exists(t.Context(), key).Result()
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n, "%s: the state is on Redis as %s", alg, key)
+
+		// /v1/allow's key is the one-entry descriptor's: spent already.
+		code, body := p.postAllow(t, fmt.Sprintf(`{"policy": %q, "key": "tenant:1"}`, alg+"-3"))
+		require.Equal(t, http.StatusOK, code, body)
+		var d serve.AllowResponse
+		require.NoError(t, json.Unmarshal([]byte(body), &d))
+		require.False(t, d.Allowed, "%s: %s", alg, body)
+		require.Equal(t, "store", d.Source)
+	}
+
+	code, body := p.postAllow(t, `{"policy": "gcra-3", "key": "fresh"}`)
+	require.Equal(t, http.StatusOK, code, body)
+	var d serve.AllowResponse
+	require.NoError(t, json.Unmarshal([]byte(body), &d))
+	require.Equal(t, serve.AllowResponse{Allowed: true, Remaining: 2, ResetAfterMs: d.ResetAfterMs, Source: "store"}, d)
+	for _, bad := range []struct{ body, want string }{
+		{`{"policy": "nope", "key": "k"}`, `unknown \"nope\"`},
+		{`{"policy": "gcra-3", "key": ""}`, "key: empty"},
+		{`{"policy": "gcra-3", "key": "fresh", "cost": 4}`, "cost"},
+		{`{"policy": "gcra-3", "key": "fresh", "hits": 1}`, `unknown field \"hits\"`},
+	} {
+		code, body := p.postAllow(t, bad.body)
+		require.Equal(t, http.StatusBadRequest, code, bad.body)
+		require.Contains(t, body, bad.want, bad.body)
+	}
+	code, body = p.postAllow(t, `{"policy": "gcra-3", "key": "fresh"}`)
+	require.Equal(t, http.StatusOK, code, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &d))
+	require.Equal(t, int64(1), d.Remaining, "the bad requests consumed nothing")
+
+	code, body = p.get(t, "/healthz")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = p.get(t, "/readyz")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Equal(t, "ok\n", body)
+}
+
+// testBucketBoundInEveryWindow holds that three sluice-serve processes
+// sharing one redis-server keep one token bucket (100 per second, burst
+// 50): 4 callers per process hammering one descriptor for about 2 s are
+// admitted together at most Burst + Rate x d within any interval of length
+// d (100 ms, 250 ms, 500 ms, 1 s, the whole run), counting only calls whose
+// whole [start, end] lies inside it, so the bound cannot be overstated; at
+// least 90% of Burst + Rate x T over the whole run T (first start to last
+// end); by every process; and with no gRPC error.
+func testBucketBoundInEveryWindow(t *testing.T, bin string) {
+	server := sluicetest.StartRedis(t)
+	limit := sluice.Limit{Rate: 100, Period: time.Second, Burst: 50}
+	config := "domain: edge\npolicies:\n  - {name: shared, match: [{key: tenant}], algorithm: tokenbucket, rate: 100, period: 1s, burst: 50}\n"
+	procs := make([]*serveProc, 3)
+	for i := range procs {
+		procs[i] = startServe(t, bin, config, server.URL())
+	}
+	// Warm each process's connections on another key, so that dials do
+	// not sit in the measured calls.
+	for _, p := range procs {
+		resp, err := p.decide(descriptor("tenant", "warm-up"))
+		require.NoError(t, err)
+		require.Equal(t, ok, resp.GetOverallCode())
+	}
+
+	const perProcess = 4
+	calls := make([][]sluicetest.Call, len(procs)*perProcess)
+	errs := make([]error, len(calls))
+	stop := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	for i := range calls {
+		p := procs[i/perProcess]
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				start := time.Now().UnixNano()
+				resp, err := p.decide(descriptor("tenant", "hot"))
+				end := time.Now().UnixNano()
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				calls[i] = append(calls[i], sluicetest.Call{Start: start, End: end, Allowed: resp.GetOverallCode() == ok})
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+
+	var all []sluicetest.Call
+	perProc := make([]int, len(procs))
+	for i, cs := range calls {
+		all = append(all, cs...)
+		perProc[i/perProcess] += len(sluicetest.Allowed(cs))
+	}
+	slices.SortFunc(all, func(a, b sluicetest.Call) int { return int(a.Start - b.Start) })
+	allowed := sluicetest.Allowed(all)
+	span := sluicetest.Span(all)
+	bound := float64(limit.Burst) + float64(limit.Rate)*span.Seconds()
+	excess, at := sluicetest.BucketExcess(allowed, limit, 100*time.Millisecond, 250*time.Millisecond, 500*time.Millisecond, time.Second, span+time.Nanosecond)
+	t.Logf("3 servers, %d calls in %s: %d allowed (by server %v) against Burst + Rate x T = %.1f; the largest excess over Burst + Rate x d in any window: %.1f (d = %s)",
+		len(all), span.Round(time.Millisecond), len(allowed), perProc, bound, excess, at)
+	require.LessOrEqual(t, float64(len(allowed)), bound, "the three servers together keep the bucket's bound")
+	require.LessOrEqual(t, excess, 0.0, "no window admits more than Burst + Rate x d")
+	require.GreaterOrEqual(t, float64(len(allowed)), 0.9*bound, "the limit is shared, not starved")
+	require.Greater(t, len(all), 2*len(allowed), "the load is well over the limit")
+	for i, n := range perProc {
+		require.Positive(t, n, "server %d admitted calls", i)
+	}
+}
+
+// testSIGTERMDrainsACallInFlight holds that SIGTERM lets a call already in
+// flight finish: with the redis-server stalled (SIGSTOP) a call waits in the
+// server; after SIGTERM the process keeps running (draining) and refuses
+// new calls (Unavailable), and once Redis resumes the call in flight is
+// answered OK, the store having decided it, and the process exits 0.
+func testSIGTERMDrainsACallInFlight(t *testing.T, bin string) {
+	server := sluicetest.StartRedis(t)
+	p := startServe(t, bin, "domain: edge\npolicies:\n  - {name: plain, match: [{key: user}], rate: 10, period: 1m}\n", server.URL())
+	resp, err := p.decide(descriptor("user", "u1"))
+	require.NoError(t, err)
+	require.Equal(t, uint32(9), resp.GetStatuses()[0].GetLimitRemaining())
+
+	server.Stall()
+	t.Cleanup(server.Resume)
+	type answer struct {
+		resp *rlsv3.RateLimitResponse
+		err  error
+		at   time.Time
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := p.decide(descriptor("user", "u1"))
+		answered <- answer{resp, err, time.Now()}
+	}()
+	select {
+	case a := <-answered:
+		t.Fatalf("the call was answered while Redis was stalled: %v %v", a.resp, a.err)
+	case <-time.After(300 * time.Millisecond): // in flight, waiting for Redis
+	}
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	p.waitLog(t, "shutting down: draining the calls in flight")
+
+	// A new call on another connection is refused: the listener is closed.
+	conn, err := grpc.NewClient(p.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = rlsv3.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "edge",
+		Descriptors: []*ratelimitv3.RateLimitDescriptor{descriptor("user", "u2")}})
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+
+	select {
+	case <-p.done:
+		t.Fatalf("sluice-serve exited (%d) with a call in flight", p.exitCode)
+	case a := <-answered:
+		t.Fatalf("the call was answered while Redis was stalled: %v %v", a.resp, a.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	resumed := time.Now()
+	server.Resume()
+	a := <-answered
+	require.NoError(t, a.err, "the call in flight is served, not cut")
+	require.False(t, a.at.Before(resumed))
+	require.Equal(t, ok, a.resp.GetOverallCode())
+	require.Equal(t, uint32(8), a.resp.GetStatuses()[0].GetLimitRemaining(), "decided by the store")
+	require.Equal(t, 0, p.wait(t))
+	require.Contains(t, p.log(), "sluice serve: stopped")
+}
+
+// metricValue returns the value of the sluice_decisions_total series of
+// policy, source and outcome in a Prometheus exposition, or 0 without one.
+func metricValue(t *testing.T, exposition, policy, source, outcome string) float64 {
+	t.Helper()
+	for line := range strings.SplitSeq(exposition, "\n") {
+		if !strings.HasPrefix(line, "sluice_decisions_total{") || !strings.Contains(line, `sluice_policy="`+policy+`"`) ||
+			!strings.Contains(line, `sluice_source="`+source+`"`) || !strings.Contains(line, `sluice_outcome="`+outcome+`"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		require.NoError(t, err, line)
+		return v
+	}
+	return 0
+}
+
+// testReadyzAndMetricsWithRedisKilled holds, on two processes sharing a
+// redis-server that is then killed with SIGKILL: /readyz is 200 "ok"
+// while Redis answers; after the kill it stays 200 ("degraded") on the
+// process whose every policy has an open or local fallback and turns 503,
+// naming the policy, on the one with a closed fallback; the fallbacks decide
+// (open and local OK, closed OVER_LIMIT, no gRPC error); and each process's
+// /metrics counts exactly those decisions in sluice_decisions_total by
+// policy, source (store, fallback-open, fallback-local, fallback-closed)
+// and outcome.
+func testReadyzAndMetricsWithRedisKilled(t *testing.T, bin string) {
+	server := sluicetest.StartRedis(t)
+	lenient := startServe(t, bin, `domain: edge
+policies:
+  - {name: open-p, match: [{key: user}], rate: 100, period: 1m, fallback: open, fallback_timeout: 50ms}
+  - {name: local-p, match: [{key: ip}], algorithm: gcra, rate: 100, period: 1m, fallback: local, replicas: 2, fallback_timeout: 50ms}
+`, server.URL())
+	strict := startServe(t, bin, `domain: edge
+policies:
+  - {name: open-p, match: [{key: user}], rate: 100, period: 1m, fallback: open, fallback_timeout: 50ms}
+  - {name: closed-p, match: [{key: tenant}], algorithm: fixedwindow, rate: 100, period: 1m, fallback: closed, fallback_timeout: 50ms}
+`, server.URL())
+	ask := func(p *serveProc, d *ratelimitv3.RateLimitDescriptor, want rlsv3.RateLimitResponse_Code, fromStore bool) {
+		t.Helper()
+		start := time.Now()
+		resp, err := p.decide(d)
+		require.NoError(t, err)
+		require.Less(t, time.Since(start), 2*time.Second)
+		require.Equal(t, want, resp.GetOverallCode(), "%v", d)
+		require.Equal(t, fromStore, headerOf(resp, "RateLimit") != "", "%v: decided by the store: %v", d, fromStore)
+	}
+	const healthy, outage = 3, 7
+	for range healthy {
+		ask(lenient, descriptor("user", "u"), ok, true)
+		ask(lenient, descriptor("ip", "10.0.0.1"), ok, true)
+		ask(strict, descriptor("tenant", "t"), ok, true)
+	}
+	for _, p := range []*serveProc{lenient, strict} {
+		code, body := p.get(t, "/readyz")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Equal(t, "ok\n", body)
+	}
+
+	server.Kill()
+	for range outage {
+		ask(lenient, descriptor("user", "u"), ok, false)
+		ask(lenient, descriptor("ip", "10.0.0.1"), ok, false)
+		ask(strict, descriptor("tenant", "t"), over, false)
+	}
+	code, body := lenient.get(t, "/readyz")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "degraded")
+	code, body = strict.get(t, "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code, body)
+	require.Contains(t, body, `["closed-p"]`, "names the policy that cannot decide without Redis")
+
+	_, metrics := lenient.get(t, "/metrics")
+	for _, c := range []struct {
+		policy, source, outcome string
+		want                    float64
+	}{
+		{"open-p", "store", "allowed", healthy},
+		{"open-p", "fallback-open", "allowed", outage},
+		{"local-p", "store", "allowed", healthy},
+		{"local-p", "fallback-local", "allowed", outage},
+		{"open-p", "store", "denied", 0},
+	} {
+		require.Equal(t, c.want, metricValue(t, metrics, c.policy, c.source, c.outcome), "lenient %+v", c)
+	}
+	_, metrics = strict.get(t, "/metrics")
+	require.Equal(t, float64(healthy), metricValue(t, metrics, "closed-p", "store", "allowed"))
+	require.Equal(t, float64(outage), metricValue(t, metrics, "closed-p", "fallback-closed", "denied"))
+	require.Zero(t, metricValue(t, metrics, "open-p", "store", "allowed"), "no call on the strict server's open-p")
+}
