@@ -256,8 +256,10 @@ policies:
 	require.NoError(t, server.Restart())
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := ask(p, "tenant", "probe")
-		if err == nil && fromStore(resp) {
+		// Each policy has a breaker of its own: both must be closed again.
+		open, errOpen := ask(p, "user", "probe")
+		closed, errClosed := ask(p, "tenant", "probe")
+		if errOpen == nil && errClosed == nil && fromStore(open) && fromStore(closed) {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "the store decides again within 15 s of the restart")
