@@ -67,7 +67,7 @@ func AtomicMiddleware(group Atomic, opts ...Option) (func(http.Handler) http.Han
 	// quota, with the group's cost, key and routes.
 	plain := make([]Policy, len(group.Policies))
 	for i, ap := range group.Policies {
-		if !validName(ap.Name) {
+		if !ValidPolicyName(ap.Name) {
 			return nil, fmt.Errorf("httplimit: atomic policy name %q: use 1 to 64 letters, digits, '-', '_' or '.'", ap.Name)
 		}
 		if err := ap.Algorithm.Validate(ap.Limit, group.Cost); err != nil {

@@ -13,11 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/algorithms/fixedwindow"
-	"github.com/sluicehq/sluice/algorithms/gcra"
-	"github.com/sluicehq/sluice/algorithms/slidingcounter"
-	"github.com/sluicehq/sluice/algorithms/slidinglog"
-	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/coalesce"
 )
 
@@ -162,21 +158,7 @@ func (fp FilePolicy) build(store sluice.Store) (Policy, error) {
 	if burst == 0 {
 		burst = rate
 	}
-	var limiter sluice.Limiter
-	switch fp.Algorithm {
-	case "", "tokenbucket":
-		limiter, err = tokenbucket.New(store)
-	case "gcra":
-		limiter, err = gcra.New(store)
-	case "fixedwindow":
-		limiter, err = fixedwindow.New(store)
-	case "slidingcounter":
-		limiter, err = slidingcounter.New(store)
-	case "slidinglog":
-		limiter, err = slidinglog.New(store)
-	default:
-		return Policy{}, fmt.Errorf("algorithm: unknown %q (tokenbucket, gcra, fixedwindow, slidingcounter or slidinglog)", fp.Algorithm)
-	}
+	limiter, err := algorithms.New(fp.Algorithm, store)
 	if err != nil {
 		return Policy{}, err
 	}

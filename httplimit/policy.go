@@ -52,7 +52,7 @@ func preparePolicies(policies []Policy) ([]*policy, error) {
 }
 
 func preparePolicy(p Policy) (*policy, error) {
-	if !validName(p.Name) {
+	if !ValidPolicyName(p.Name) {
 		return nil, fmt.Errorf("httplimit: policy name %q: use 1 to 64 letters, digits, '-', '_' or '.'", p.Name)
 	}
 	fail := func(field string, err error) error {
@@ -142,7 +142,10 @@ func register(mux *http.ServeMux, pattern string) (err error) {
 	return nil
 }
 
-func validName(s string) bool {
+// ValidPolicyName reports whether s can name a policy: 1 to 64 letters,
+// digits, '-', '_' or '.', so that it is safe in headers (an RFC 9651
+// string) and in Redis keys.
+func ValidPolicyName(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false
 	}

@@ -12,13 +12,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/algorithms/fixedwindow"
-	"github.com/sluicehq/sluice/algorithms/gcra"
-	"github.com/sluicehq/sluice/algorithms/slidingcounter"
-	"github.com/sluicehq/sluice/algorithms/slidinglog"
-	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/fallback"
+	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/shard"
 	"github.com/sluicehq/sluice/sluiceotel"
@@ -90,36 +87,8 @@ func sameMatch(a, b []MatchEntry) bool {
 	return true
 }
 
-func validName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
-
-func newAlgorithm(name string, store sluice.Store) (sluice.Limiter, error) {
-	switch name {
-	case "", "tokenbucket":
-		return tokenbucket.New(store)
-	case "gcra":
-		return gcra.New(store)
-	case "fixedwindow":
-		return fixedwindow.New(store)
-	case "slidingcounter":
-		return slidingcounter.New(store)
-	case "slidinglog":
-		return slidinglog.New(store)
-	}
-	return nil, fmt.Errorf("algorithm: unknown %q (tokenbucket, gcra, fixedwindow, slidingcounter or slidinglog)", name)
-}
-
 func buildRule(pc PolicyConfig, store sluice.Store, mp metric.MeterProvider) (*rule, error) {
-	if !validName(pc.Name) {
+	if !httplimit.ValidPolicyName(pc.Name) {
 		return nil, fmt.Errorf("name: %q: use 1 to 64 letters, digits, '-', '_' or '.'", pc.Name)
 	}
 	if len(pc.Match) == 0 || len(pc.Match) > maxEntries {
@@ -149,7 +118,7 @@ func buildRule(pc PolicyConfig, store sluice.Store, mp metric.MeterProvider) (*r
 	if cost < 0 {
 		return nil, fmt.Errorf("cost: %d is negative", cost)
 	}
-	alg, err := newAlgorithm(pc.Algorithm, store)
+	alg, err := algorithms.New(pc.Algorithm, store)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +198,7 @@ func withFallback(l sluice.Limiter, pc PolicyConfig) (sluice.Limiter, error) {
 		if pc.Replicas < 1 {
 			return nil, errors.New("replicas: fallback: local needs the number of servers sharing the limit")
 		}
-		local, err := newAlgorithm(pc.Algorithm, memstore.New())
+		local, err := algorithms.New(pc.Algorithm, memstore.New())
 		if err != nil {
 			return nil, err
 		}
