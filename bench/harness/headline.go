@@ -20,6 +20,8 @@ type Headline struct {
 type HeadlineLine struct {
 	Subject string `json:"subject"`
 	Other   string `json:"other"`
+	// Label names the comparison in a few words, for charts and tables.
+	Label string `json:"label"`
 	// DecisionsRatio is Subject's decisions per second over Other's.
 	DecisionsRatio float64 `json:"decisions_ratio"`
 	// ServerMicrosRatio is Subject's Redis CPU per decision over
@@ -30,12 +32,13 @@ type HeadlineLine struct {
 	OtherDecisions    float64 `json:"other_decisions_per_second"`
 }
 
-// headlinePairs are the comparisons, subject over other.
-var headlinePairs = [][2]string{
-	{"sluice/tokenbucket+coalesce", "go-redis/redis_rate (GCRA)"},
-	{"sluice/tokenbucket+coalesce", "ulule/limiter (fixed window)"},
-	{"sluice/tokenbucket", "go-redis/redis_rate (GCRA)"},
-	{"sluice/tokenbucket+lease(B=100)", "x/time/rate (in process)"},
+// headlinePairs are the comparisons, subject over other, each with a
+// label short enough for a chart.
+var headlinePairs = []struct{ subject, other, label string }{
+	{"sluice/tokenbucket+coalesce", "go-redis/redis_rate (GCRA)", "coalesced vs redis_rate"},
+	{"sluice/tokenbucket+coalesce", "ulule/limiter (fixed window)", "coalesced vs ulule/limiter"},
+	{"sluice/tokenbucket", "go-redis/redis_rate (GCRA)", "uncoalesced vs redis_rate"},
+	{"sluice/tokenbucket+lease(B=100)", "x/time/rate (in process)", "lease B=100 vs x/time/rate"},
 }
 
 // HeadlineOf computes the headline from a report's throughput results;
@@ -57,12 +60,12 @@ func HeadlineOf(r Report) []Headline {
 	for _, sc := range order {
 		h := Headline{Scenario: sc}
 		for _, pair := range headlinePairs {
-			a, okA := byScenario[sc][pair[0]]
-			b, okB := byScenario[sc][pair[1]]
+			a, okA := byScenario[sc][pair.subject]
+			b, okB := byScenario[sc][pair.other]
 			if !okA || !okB || a.Error != "" || b.Error != "" || a.DecisionsPerSecond <= 0 || b.DecisionsPerSecond <= 0 {
 				continue
 			}
-			line := HeadlineLine{Subject: pair[0], Other: pair[1], DecisionsRatio: a.DecisionsPerSecond / b.DecisionsPerSecond,
+			line := HeadlineLine{Subject: pair.subject, Other: pair.other, Label: pair.label, DecisionsRatio: a.DecisionsPerSecond / b.DecisionsPerSecond,
 				SubjectDecisions: a.DecisionsPerSecond, OtherDecisions: b.DecisionsPerSecond}
 			if a.ServerMicrosPerDecision > 0 && b.ServerMicrosPerDecision > 0 {
 				line.ServerMicrosRatio = a.ServerMicrosPerDecision / b.ServerMicrosPerDecision

@@ -26,7 +26,7 @@ func TestQuickSetExists(t *testing.T) {
 		require.True(t, slices.Contains(subjects, name), name)
 	}
 	for _, pair := range headlinePairs {
-		require.True(t, slices.Contains(QuickSubjects, pair[0]) && slices.Contains(QuickSubjects, pair[1]), pair)
+		require.True(t, slices.Contains(QuickSubjects, pair.subject) && slices.Contains(QuickSubjects, pair.other), pair.label)
 	}
 }
 
@@ -41,7 +41,7 @@ func TestHeadline(t *testing.T) {
 	}}
 	hs := HeadlineOf(r)
 	require.Len(t, hs, 1)
-	require.Equal(t, []HeadlineLine{{Subject: "sluice/tokenbucket+coalesce", Other: "go-redis/redis_rate (GCRA)",
+	require.Equal(t, []HeadlineLine{{Subject: "sluice/tokenbucket+coalesce", Other: "go-redis/redis_rate (GCRA)", Label: "coalesced vs redis_rate",
 		DecisionsRatio: 3, ServerMicrosRatio: 0.25, SubjectDecisions: 300, OtherDecisions: 100}}, hs[0].Rows)
 	var b bytes.Buffer
 	require.NoError(t, WriteHeadline(&b, r))

@@ -334,7 +334,16 @@ type outPageView struct {
 	Redis     string
 	Machine   string
 	Warning   string
+	Headline  []outHeadlineView
 	Scenarios []outScenarioView
+}
+
+// outHeadlineView is one throughput scenario's headline comparison: a
+// chart of the ratios, then the ratios as text.
+type outHeadlineView struct {
+	Scenario string
+	Chart    *outBarChart
+	Lines    []string
 }
 
 type outScenarioView struct {
@@ -430,6 +439,7 @@ func outBuildPage(r Report) outPageView {
 	if !r.Representative {
 		v.Warning = outNotRepresentative
 	}
+	v.Headline = outHeadline(r)
 	colours := map[string]string{}
 	for _, res := range r.Results {
 		if _, ok := colours[res.Subject]; !ok {
@@ -625,6 +635,48 @@ func outHBars(label string, rows []outBarInput, legend []outLegendItem) *outBarC
 	return c
 }
 
+// outHeadline charts each headline comparison as two bars, decisions per
+// second and Redis CPU per decision, each as a multiple of the other
+// subject's (1 × = as fast, as costly).
+func outHeadline(r Report) []outHeadlineView {
+	var out []outHeadlineView
+	for _, h := range HeadlineOf(r) {
+		hv := outHeadlineView{Scenario: h.Scenario}
+		var rows []outBarInput
+		for _, l := range h.Rows {
+			label := l.Label
+			if label == "" { // a report written before labels
+				label = l.Subject + " vs " + l.Other
+			}
+			in := outBarInput{
+				label:  label,
+				values: []float64{l.DecisionsRatio},
+				colour: []string{outP50Colour},
+				texts:  []string{strconv.FormatFloat(l.DecisionsRatio, 'f', 2, 64) + " × decisions/s"},
+				titles: []string{label + ": " + thousands(l.SubjectDecisions) + " vs " + thousands(l.OtherDecisions) + " decisions/s"},
+			}
+			line := fmt.Sprintf("%s: %.2f × the decisions/s of %s (%s vs %s)", l.Subject, l.DecisionsRatio, l.Other,
+				thousands(l.SubjectDecisions), thousands(l.OtherDecisions))
+			if l.ServerMicrosRatio > 0 {
+				in.values = append(in.values, l.ServerMicrosRatio)
+				in.colour = append(in.colour, outP99Colour)
+				in.texts = append(in.texts, strconv.FormatFloat(l.ServerMicrosRatio, 'f', 2, 64)+" × Redis CPU/decision")
+				in.titles = append(in.titles, label+": Redis server time per decision, as a multiple of the other's")
+				line += fmt.Sprintf(", %.2f × its Redis CPU per decision", l.ServerMicrosRatio)
+			}
+			rows = append(rows, in)
+			hv.Lines = append(hv.Lines, line)
+		}
+		legend := []outLegendItem{
+			{Colour: outP50Colour, Label: "decisions/s", Full: "decisions per second, as a multiple of the other's"},
+			{Colour: outP99Colour, Label: "Redis CPU", Full: "Redis server time per decision, as a multiple of the other's"},
+		}
+		hv.Chart = outHBars("Headline, "+h.Scenario+": each comparison as a multiple of the other subject", rows, legend)
+		out = append(out, hv)
+	}
+	return out
+}
+
 func outLatencyChart(g outGroup) *outBarChart {
 	var rows []outBarInput
 	for _, res := range g.results {
@@ -714,6 +766,14 @@ svg.chart .title { text-anchor: middle; fill: #555; }
 <dt>Machine</dt><dd>{{.Machine}}</dd>
 </dl>
 {{if .Warning}}<p class="warning"><strong>Warning:</strong> {{.Warning}}.</p>
+{{end}}
+{{- if .Headline}}<section id="headline">
+<h2>Headline</h2>
+{{range .Headline}}<h3>{{.Scenario}}</h3>
+{{template "bars" .Chart}}<ul>
+{{range .Lines}}<li>{{.}}</li>
+{{end}}</ul>
+{{end}}</section>
 {{end}}
 {{- if .Scenarios}}<nav><ul>
 {{range .Scenarios}}<li><a href="#{{.ID}}">{{.Name}}</a></li>
