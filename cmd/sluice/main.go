@@ -173,14 +173,14 @@ func runModuleCommand(ctx context.Context, module, command string, args []string
 	return 0
 }
 
-// absPathFlags makes the file arguments of --json, --html, --from-json and
-// --config absolute: the command runs in its module's directory.
+// absPathFlags makes the file arguments of --json, --html, --from-json,
+// --docs and --config absolute: the command runs in its module's directory.
 func absPathFlags(args []string) []string {
 	out := make([]string, len(args))
 	copy(out, args)
 	isPathFlag := func(name string) bool {
 		name = strings.TrimLeft(name, "-")
-		return name == "json" || name == "html" || name == "from-json" || name == "config"
+		return name == "json" || name == "html" || name == "from-json" || name == "config" || name == "docs"
 	}
 	for i := 0; i < len(out); i++ {
 		name, value, hasValue := strings.Cut(out[i], "=")

@@ -67,6 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	onlyScenarios := fs.String("scenarios", "", "run only scenarios whose name contains this (or one of these, comma-separated)")
 	onlySubjects := fs.String("subjects", "", "run only subjects whose name contains this (or one of these, comma-separated)")
 	fromJSON := fs.String("from-json", "", "run nothing: render the table (and --html) from a saved --json file")
+	docsRoot := fs.String("docs", "", "rewrite the figure blocks of DIR/README.md and DIR/docs/*.md from this run (needs --full and --json inside DIR, or --from-json)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -82,10 +83,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := json.Unmarshal(data, &report); err != nil {
 			return fmt.Errorf("--from-json: %w", err)
 		}
-		return output(stdout, report, "", *htmlPath)
+		if err := output(stdout, report, "", *htmlPath); err != nil {
+			return err
+		}
+		return updateDocs(stdout, *docsRoot, report, *fromJSON)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *docsRoot != "" {
+		// Checked before the run, so that a run cannot end with docs
+		// that name a file it did not write.
+		if !*full || *onlyScenarios != "" || *onlySubjects != "" || *jsonPath == "" {
+			return errors.New("--docs needs --full, no --scenarios or --subjects, and --json (the file the docs will name)")
+		}
+		if err := harness.CheckDocsTarget(*docsRoot, *jsonPath); err != nil {
+			return fmt.Errorf("--docs: %w", err)
+		}
 	}
 	if *duration == 0 {
 		*duration = 1500 * time.Millisecond
@@ -184,7 +198,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	report.Results = harness.Run(ctx, opts)
 	report.Headline = harness.HeadlineOf(report)
-	return output(stdout, report, *jsonPath, *htmlPath)
+	if err := output(stdout, report, *jsonPath, *htmlPath); err != nil {
+		return err
+	}
+	return updateDocs(stdout, *docsRoot, report, *jsonPath)
+}
+
+// updateDocs rewrites the docs' figure blocks from report, saved as
+// jsonFile, when --docs names the repository's root.
+func updateDocs(stdout io.Writer, root string, report harness.Report, jsonFile string) error {
+	if root == "" {
+		return nil
+	}
+	changed, err := harness.UpdateDocs(root, report, jsonFile)
+	if err != nil {
+		return fmt.Errorf("--docs: %w", err)
+	}
+	fmt.Fprintf(stdout, "--docs: %d files rewritten\n", len(changed))
+	for _, f := range changed {
+		fmt.Fprintln(stdout, "  "+f)
+	}
+	return nil
 }
 
 // output writes the table, and the JSON and HTML files when asked.
