@@ -34,7 +34,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -46,6 +45,7 @@ import (
 
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/bench/harness"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/store/embedded"
 )
 
@@ -126,12 +126,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	default:
 		addr := ""
 		if *redisURL == "auto" {
-			a, stop, err := startRedis(stderr)
+			server, err := redisproc.Start()
 			if err != nil {
-				return err
+				return fmt.Errorf("--redis auto: %w", err)
 			}
-			defer stop()
-			addr = a
+			defer server.Stop()
+			fmt.Fprintf(stderr, "started redis-server (pid %d) on %s\n", server.Pid, server.Addr)
+			addr = server.Addr
 		} else {
 			opt, err := redis.ParseURL(*redisURL)
 			if err != nil {
@@ -297,46 +298,4 @@ func redisBenchmark(ctx context.Context, c *redis.Client) (harness.Ceiling, erro
 		}
 	}
 	return harness.Ceiling{}, fmt.Errorf("unexpected redis-benchmark output %q", text)
-}
-
-// startRedis starts a throwaway redis-server on a free loopback port.
-func startRedis(stderr io.Writer) (string, func(), error) {
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		return "", nil, errors.New("--redis auto: redis-server is not on the PATH")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	dir, err := os.MkdirTemp("", "sluice-bench-")
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	stop := func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = os.RemoveAll(filepath.Clean(dir))
-	}
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	for i := 0; ; i++ {
-		if c.Ping(context.Background()).Err() == nil {
-			break
-		}
-		if i > 200 {
-			stop()
-			return "", nil, errors.New("--redis auto: redis-server did not answer")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	fmt.Fprintf(stderr, "started redis-server (pid %d) on %s\n", cmd.Process.Pid, addr)
-	return addr, stop, nil
 }

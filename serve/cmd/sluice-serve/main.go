@@ -27,10 +27,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -43,6 +40,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/serve"
 	"github.com/sluicehq/sluice/store/embedded"
 	"github.com/sluicehq/sluice/store/goredisstore"
@@ -186,11 +184,12 @@ func openStore(url string, logger *slog.Logger) (sluice.Store, func(), error) {
 	}
 	stopRedis := func() {}
 	if url == "auto" {
-		addr, stop, err := startRedis(logger)
+		server, err := redisproc.Start()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("--redis auto: %w", err)
 		}
-		url, stopRedis = "redis://"+addr+"/0", stop
+		logger.Info("sluice serve: started redis-server", "pid", server.Pid, "addr", server.Addr)
+		url, stopRedis = "redis://"+server.Addr+"/0", server.Stop
 	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
@@ -209,34 +208,4 @@ func openStore(url string, logger *slog.Logger) (sluice.Store, func(), error) {
 		return nil, nil, fmt.Errorf("--redis %s: Redis does not answer: %w", url, err)
 	}
 	return goredisstore.New(client), func() { _ = client.Close(); stopRedis() }, nil
-}
-
-// startRedis starts a throwaway redis-server on a free loopback port.
-func startRedis(logger *slog.Logger) (string, func(), error) {
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		return "", nil, errors.New("--redis auto: redis-server is not on the PATH")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	dir, err := os.MkdirTemp("", "sluice-serve-")
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop := func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = os.RemoveAll(filepath.Clean(dir))
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	logger.Info("sluice serve: started redis-server", "pid", cmd.Process.Pid, "addr", addr)
-	return addr, stop, nil
 }

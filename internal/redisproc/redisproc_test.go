@@ -1,0 +1,48 @@
+package redisproc_test
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/internal/redisproc"
+)
+
+func TestStartAnswersAndStopEnds(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("SLUICE_REQUIRE_REDIS") == "1" {
+			t.Fatal("redis-server is not on the PATH and SLUICE_REQUIRE_REDIS=1")
+		}
+		t.Skip("redis-server is not on the PATH")
+	}
+	s, err := redisproc.Start()
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(s.Addr, "127.0.0.1:"), s.Addr)
+
+	c, err := net.Dial("tcp", s.Addr)
+	require.NoError(t, err)
+	_, err = c.Write([]byte("PING\r\n"))
+	require.NoError(t, err)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "+PONG\r\n", line)
+	_ = c.Close()
+
+	s.Stop()
+	s.Stop() // twice is fine
+	require.Error(t, syscall.Kill(s.Pid, 0), "the process is gone")
+	_, err = net.Dial("tcp", s.Addr)
+	require.Error(t, err, "nothing listens any more")
+}
+
+func TestStartWithoutRedisServer(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := redisproc.Start()
+	require.ErrorContains(t, err, "redis-server is not on the PATH")
+}
