@@ -79,6 +79,11 @@ type Result struct {
 	// where the subject names none.
 	Overhead *Overhead `json:"overhead,omitempty"`
 
+	// Degraded counts the decisions a fallback policy made instead of
+	// Redis (sluice.Decision.Degraded); a run with any is marked with an
+	// Error, since its figures are then not Redis's.
+	Degraded int64 `json:"degraded,omitempty"`
+
 	Error string `json:"error,omitempty"`
 }
 

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -19,11 +20,12 @@ import (
 
 // call is one decision as the harness saw it.
 type call struct {
-	key     string
-	at      time.Duration // since the run started, when the decision returned
-	latency time.Duration
-	allowed bool
-	err     error
+	key      string
+	at       time.Duration // since the run started, when the decision returned
+	latency  time.Duration
+	allowed  bool
+	degraded bool // decided by a fallback policy, not by Redis
+	err      error
 }
 
 // recorder collects calls from many goroutines. Each goroutine records
@@ -58,7 +60,11 @@ func (l *localRecorder) do(ctx context.Context, decide Decide, key string) {
 	begin := time.Now()
 	ok, err := decide(ctx, key)
 	end := time.Now()
-	l.calls = append(l.calls, call{key: key, at: end.Sub(l.parent.start), latency: end.Sub(begin), allowed: ok && err == nil, err: err})
+	degraded := errors.Is(err, errDegraded)
+	if degraded {
+		err = nil
+	}
+	l.calls = append(l.calls, call{key: key, at: end.Sub(l.parent.start), latency: end.Sub(begin), allowed: ok && err == nil, degraded: degraded, err: err})
 }
 
 // done merges the buffer into the recorder.
@@ -500,6 +506,13 @@ func summarise(res *Result, calls []call, sc Scenario, elapsed time.Duration) {
 		if c.err != nil && res.Error == "" {
 			res.Error = c.err.Error()
 		}
+		if c.degraded {
+			res.Degraded++
+		}
+	}
+	if res.Degraded > 0 && res.Error == "" {
+		res.Error = fmt.Sprintf("%d of %d decisions made by the fallback policy, not by Redis (the store missed its time budget): these figures are not Redis's",
+			res.Degraded, res.Requests)
 	}
 	res.Admitted = int64(len(admitted))
 	// The ideal, per key: no more than was asked, and no more than

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/store/embedded"
 )
 
@@ -97,4 +99,50 @@ func TestLatencyInterleavesPing(t *testing.T) {
 	require.Equal(t, remote.Requests, pings.Load(), "one PING before each decision")
 	require.Nil(t, local.PingLatencyMicros, "nothing to PING in process")
 	require.Contains(t, outCells(remote)[6], "× PING")
+}
+
+// TestDegradedRunsAreMarked: when the fallback decorator decides instead
+// of Redis (here Redis is not there at all), the run counts those
+// decisions and is marked with an error, so that its figures are never
+// read as Redis's.
+func TestDegradedRunsAreMarked(t *testing.T) {
+	client := embeddedClient(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	nobody := l.Addr().String()
+	require.NoError(t, l.Close())
+	dead := redis.NewClient(&redis.Options{Addr: nobody, MaxRetries: -1})
+	t.Cleanup(func() { _ = dead.Close() })
+	var subject Subject
+	for _, s := range Subjects() {
+		if s.Name == "sluice/tokenbucket+fallback+sluiceotel" {
+			subject = s
+		}
+	}
+	require.NotNil(t, subject.New)
+	decide, closeFn, err := subject.New(Clients{GoRedis: dead}, sluice.PerSecond(100))
+	require.NoError(t, err)
+	defer closeFn()
+	allowed, err := decide(t.Context(), "k")
+	require.ErrorIs(t, err, errDegraded)
+	require.True(t, allowed, "the default policy allows")
+
+	var steady []Scenario
+	for _, s := range Scenarios() {
+		if strings.HasPrefix(s.Name, "steady") {
+			steady = append(steady, s)
+		}
+	}
+	require.Len(t, steady, 1)
+	// The harness flushes and reads stats through GoRedis; the subject
+	// talks to the dead address through its own store.
+	subject.New = func(_ Clients, limit sluice.Limit) (Decide, func(), error) {
+		return decide, func() {}, nil
+	}
+	results := Run(t.Context(), Options{Duration: 300 * time.Millisecond, Scenarios: steady, Subjects: []Subject{subject}, Clients: Clients{GoRedis: client}})
+	require.Len(t, results, 1)
+	r := results[0]
+	require.Positive(t, r.Requests)
+	require.Equal(t, r.Requests, r.Degraded, "every decision was the policy's")
+	require.Contains(t, r.Error, "made by the fallback policy, not by Redis")
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -116,9 +117,18 @@ func coalesced(next sluice.Limiter, err error) (sluice.Limiter, error) {
 func decideWith(l sluice.Limiter, limit sluice.Limit) Decide {
 	return func(ctx context.Context, key string) (bool, error) {
 		d, err := l.AllowN(ctx, key, limit, 1)
+		if err == nil && d.Degraded() {
+			return d.Allowed, errDegraded
+		}
 		return d.Allowed, err
 	}
 }
+
+// errDegraded is what a Decide returns, with the decision, when a fallback
+// policy made it instead of Redis: the recorder counts it
+// (Result.Degraded) and the run is marked, since its figures are then not
+// Redis's.
+var errDegraded = errors.New("decided by a fallback policy, not by Redis")
 
 // Subjects returns every subject: Sluice's algorithms (through rueidis
 // where available, else go-redis), the token bucket with a lease, the other
