@@ -368,6 +368,7 @@ func docsHeadline(r Report) (string, error) {
 		cells []string
 	}
 	var rows []row
+	rounds := false
 	find := func(label string) *row {
 		for i := range rows {
 			if rows[i].label == label {
@@ -380,10 +381,13 @@ func docsHeadline(r Report) (string, error) {
 	for i, h := range hs {
 		for _, l := range h.Rows {
 			d := find(l.Label + ": decisions/s")
-			d.cells[i] = fmt.Sprintf("%.2f × (%s vs %s)", l.DecisionsRatio, thousands(l.SubjectDecisions), thousands(l.OtherDecisions))
+			d.cells[i] = fmt.Sprintf("%.2f ×%s (%s vs %s)", l.DecisionsRatio, RangeText(l.DecisionsRatioRange), thousands(l.SubjectDecisions), thousands(l.OtherDecisions))
+			if l.DecisionsRatioRange != nil {
+				rounds = true
+			}
 			if l.ServerMicrosRatio > 0 {
 				c := find(l.Label + ": Redis CPU per decision")
-				c.cells[i] = fmt.Sprintf("%.2f ×", l.ServerMicrosRatio)
+				c.cells[i] = fmt.Sprintf("%.2f ×%s", l.ServerMicrosRatio, RangeText(l.ServerMicrosRatioRange))
 			}
 		}
 	}
@@ -396,8 +400,12 @@ func docsHeadline(r Report) (string, error) {
 		}
 		cells = append(cells, append([]string{row.label}, row.cells...))
 	}
+	note := ""
+	if rounds {
+		note = " In brackets, the smallest and largest of the ratios round by round (each round runs every subject once, in turn)."
+	}
 	return "128 goroutines, every request allowed; \"coalesced\" is `coalesce.New(tokenbucket)` through rueidis, " +
-		"\"uncoalesced\" one script call per decision.\n\n" + docsTable(header, cells), nil
+		"\"uncoalesced\" one script call per decision." + note + "\n\n" + docsTable(header, cells), nil
 }
 
 func docsAccuracy(d docsResults) (string, error) {

@@ -30,6 +30,35 @@ type HeadlineLine struct {
 	ServerMicrosRatio float64 `json:"server_us_ratio,omitempty"`
 	SubjectDecisions  float64 `json:"subject_decisions_per_second"`
 	OtherDecisions    float64 `json:"other_decisions_per_second"`
+	// DecisionsRatioRange and ServerMicrosRatioRange are the smallest and
+	// largest of the ratios round by round (each round runs both subjects
+	// one after the other), when the scenario ran in rounds; nil
+	// otherwise.
+	DecisionsRatioRange    *[2]float64 `json:"decisions_ratio_range,omitempty"`
+	ServerMicrosRatioRange *[2]float64 `json:"server_us_ratio_range,omitempty"`
+}
+
+// roundRatios returns the range of a's figure over b's, round by round,
+// or nil when they did not run in the same rounds or a figure is missing.
+func roundRatios(a, b Result, figure func(Round) float64) *[2]float64 {
+	if len(a.Rounds) < 2 || len(a.Rounds) != len(b.Rounds) {
+		return nil
+	}
+	var lo, hi float64
+	for i := range a.Rounds {
+		x, y := figure(a.Rounds[i]), figure(b.Rounds[i])
+		if a.Rounds[i].Error != "" || b.Rounds[i].Error != "" || x <= 0 || y <= 0 {
+			return nil
+		}
+		q := x / y
+		if i == 0 || q < lo {
+			lo = q
+		}
+		if i == 0 || q > hi {
+			hi = q
+		}
+	}
+	return &[2]float64{lo, hi}
 }
 
 // headlinePairs are the comparisons, subject over other, each with a
@@ -67,8 +96,10 @@ func HeadlineOf(r Report) []Headline {
 			}
 			line := HeadlineLine{Subject: pair.subject, Other: pair.other, Label: pair.label, DecisionsRatio: a.DecisionsPerSecond / b.DecisionsPerSecond,
 				SubjectDecisions: a.DecisionsPerSecond, OtherDecisions: b.DecisionsPerSecond}
+			line.DecisionsRatioRange = roundRatios(a, b, func(r Round) float64 { return r.DecisionsPerSecond })
 			if a.ServerMicrosPerDecision > 0 && b.ServerMicrosPerDecision > 0 {
 				line.ServerMicrosRatio = a.ServerMicrosPerDecision / b.ServerMicrosPerDecision
+				line.ServerMicrosRatioRange = roundRatios(a, b, func(r Round) float64 { return r.ServerMicrosPerDecision })
 			}
 			h.Rows = append(h.Rows, line)
 		}
@@ -95,14 +126,23 @@ func WriteHeadline(w io.Writer, r Report) error {
 		for _, l := range h.Rows {
 			cpu := "Redis CPU per decision not measured"
 			if l.ServerMicrosRatio > 0 {
-				cpu = fmt.Sprintf("%.2f × the Redis CPU per decision", l.ServerMicrosRatio)
+				cpu = fmt.Sprintf("%.2f ×%s the Redis CPU per decision", l.ServerMicrosRatio, RangeText(l.ServerMicrosRatioRange))
 			}
-			fmt.Fprintf(&b, "  %-34s %5.2f × the decisions/s of %-30s (%s vs %s/s); %s\n", l.Subject, l.DecisionsRatio, l.Other,
+			fmt.Fprintf(&b, "  %-34s %5.2f ×%s the decisions/s of %-30s (%s vs %s/s); %s\n", l.Subject, l.DecisionsRatio, RangeText(l.DecisionsRatioRange), l.Other,
 				thousands(l.SubjectDecisions), thousands(l.OtherDecisions), cpu)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// RangeText prints a ratio's range over rounds as " [lo–hi]", or
+// nothing without one.
+func RangeText(r *[2]float64) string {
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf(" [%.2f–%.2f]", r[0], r[1])
 }
 
 func thousands(v float64) string {

@@ -655,14 +655,14 @@ func outHeadline(r Report) []outHeadlineView {
 				texts:  []string{strconv.FormatFloat(l.DecisionsRatio, 'f', 2, 64) + " × decisions/s"},
 				titles: []string{label + ": " + thousands(l.SubjectDecisions) + " vs " + thousands(l.OtherDecisions) + " decisions/s"},
 			}
-			line := fmt.Sprintf("%s: %.2f × the decisions/s of %s (%s vs %s)", l.Subject, l.DecisionsRatio, l.Other,
+			line := fmt.Sprintf("%s: %.2f ×%s the decisions/s of %s (%s vs %s)", l.Subject, l.DecisionsRatio, RangeText(l.DecisionsRatioRange), l.Other,
 				thousands(l.SubjectDecisions), thousands(l.OtherDecisions))
 			if l.ServerMicrosRatio > 0 {
 				in.values = append(in.values, l.ServerMicrosRatio)
 				in.colour = append(in.colour, outP99Colour)
 				in.texts = append(in.texts, strconv.FormatFloat(l.ServerMicrosRatio, 'f', 2, 64)+" × Redis CPU/decision")
 				in.titles = append(in.titles, label+": Redis server time per decision, as a multiple of the other's")
-				line += fmt.Sprintf(", %.2f × its Redis CPU per decision", l.ServerMicrosRatio)
+				line += fmt.Sprintf(", %.2f ×%s its Redis CPU per decision", l.ServerMicrosRatio, RangeText(l.ServerMicrosRatioRange))
 			}
 			rows = append(rows, in)
 			hv.Lines = append(hv.Lines, line)

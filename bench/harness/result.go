@@ -30,6 +30,9 @@ type Report struct {
 	// Full says the run was sluice bench --full (every scenario and
 	// subject); otherwise the quick set or a selection.
 	Full bool `json:"full"`
+	// Rounds is how many rounds each throughput scenario ran in
+	// (Options.Rounds).
+	Rounds int `json:"rounds,omitempty"`
 }
 
 // Ceiling is one reference throughput and how it was measured.
@@ -79,6 +82,11 @@ type Result struct {
 	// where the subject names none.
 	Overhead *Overhead `json:"overhead,omitempty"`
 
+	// Rounds are the figures of each round, when the scenario ran in
+	// several (Options.Rounds); the figures above are then the rounds'
+	// together (mergeRounds).
+	Rounds []Round `json:"rounds,omitempty"`
+
 	// Degraded counts the decisions a fallback policy made instead of
 	// Redis (sluice.Decision.Degraded); a run with any is marked with an
 	// Error, since its figures are then not Redis's.
@@ -104,4 +112,11 @@ type Latency struct {
 	P50  float64 `json:"p50"`
 	P99  float64 `json:"p99"`
 	P999 float64 `json:"p999"`
+}
+
+// Round is one round's figures of a subject in a scenario run in rounds.
+type Round struct {
+	DecisionsPerSecond      float64 `json:"decisions_per_second"`
+	ServerMicrosPerDecision float64 `json:"server_us_per_decision"`
+	Error                   string  `json:"error,omitempty"`
 }

@@ -255,6 +255,31 @@ type Options struct {
 	// OnlySubjects filters scenarios' own subjects as --subjects does
 	// (see MatchesAny); empty: all of them.
 	OnlySubjects string
+	// Rounds splits each throughput scenario's Duration into this many
+	// rounds, each running every subject once in turn, so that a machine
+	// that slows down or speeds up during the run weighs on every subject
+	// alike (see mergeRounds); 0 or 1: one round.
+	Rounds int
+}
+
+// roundsOf is how many rounds sc runs in.
+func (o Options) roundsOf(sc Scenario) int {
+	if sc.Throughput && sc.Memory == 0 && o.Rounds > 1 {
+		return o.Rounds
+	}
+	return 1
+}
+
+// runnable returns the subjects sc runs, baselines only where it measures
+// throughput.
+func (o Options) runnable(sc Scenario) []Subject {
+	var subs []Subject
+	for _, sub := range o.subjectsOf(sc) {
+		if !sub.Baseline || sc.Throughput {
+			subs = append(subs, sub)
+		}
+	}
+	return subs
 }
 
 // MatchesAny reports whether name contains one of the comma-separated
@@ -282,15 +307,12 @@ func (o Options) subjectsOf(sc Scenario) []Subject {
 	return subs
 }
 
-// Planned returns how many scenario and subject pairs Run would run.
+// Planned returns how many runs (a subject in a scenario, in one round)
+// Run would make.
 func Planned(o Options) int {
 	n := 0
 	for _, sc := range o.Scenarios {
-		for _, sub := range o.subjectsOf(sc) {
-			if !sub.Baseline || sc.Throughput {
-				n++
-			}
-		}
+		n += len(o.runnable(sc)) * o.roundsOf(sc)
 	}
 	return n
 }
@@ -304,17 +326,27 @@ func Run(ctx context.Context, o Options) []Result {
 	planned, done := Planned(o), 0
 	began := time.Now()
 	for _, sc := range o.Scenarios {
-		subs := o.subjectsOf(sc)
+		subs := o.runnable(sc)
+		rounds := o.roundsOf(sc)
+		perRound := o
+		perRound.Duration = o.Duration / time.Duration(rounds)
+		byRound := make([][]Result, len(subs))
+		for r := range rounds {
+			for i, sub := range subs {
+				if o.Progress != nil {
+					name := sc.Name
+					if rounds > 1 {
+						name = fmt.Sprintf("%s, round %d/%d", sc.Name, r+1, rounds)
+					}
+					fmt.Fprintf(o.Progress, "[%d/%d] %-58.58s  %-40.40s  %s\n", done+1, planned, name, sub.Name, timeLeft(began, done, planned, perRound.Duration))
+				}
+				byRound[i] = append(byRound[i], runOne(ctx, perRound, sc, sub))
+				done++
+			}
+		}
 		first := len(results)
-		for _, sub := range subs {
-			if sub.Baseline && !sc.Throughput {
-				continue
-			}
-			if o.Progress != nil {
-				fmt.Fprintf(o.Progress, "[%d/%d] %-58.58s  %-40.40s  %s\n", done+1, planned, sc.Name, sub.Name, timeLeft(began, done, planned, o.Duration))
-			}
-			results = append(results, runOne(ctx, o, sc, sub))
-			done++
+		for i := range subs {
+			results = append(results, mergeRounds(byRound[i]))
 		}
 		overheads(results[first:], subs)
 	}

@@ -2,12 +2,18 @@
 // other Go rate limiters on the same Redis, scenario by scenario. It is
 // also what `go run ./cmd/sluice bench` runs (from the repository root).
 //
-//	sluice-bench [--full] [--redis auto|redis://host:port/db] [--duration 1.5s] [--json FILE] [--html FILE]
-//	             [--scenarios substring] [--subjects substring]
+//	sluice-bench [--full] [--redis auto|redis://host:port/db] [--duration 1.5s] [--rounds 3]
+//	             [--json FILE] [--html FILE] [--docs DIR] [--scenarios substring] [--subjects substring]
+//	sluice-bench --from-json FILE [--html FILE] [--docs DIR]
 //
 // With no flags it runs the quick set behind the headline comparison
 // (harness.QuickScenarios and QuickSubjects) in under a minute and a half;
-// --full runs every scenario and subject.
+// --full runs every scenario and subject. A throughput scenario runs in
+// --rounds rounds, each giving every subject a share of --duration in
+// turn, so that a machine whose speed drifts during the run weighs on every
+// subject alike; the headline gives each ratio's range over the rounds.
+// --docs rewrites the figure blocks of the docs from the run
+// (harness.UpdateDocs).
 //
 // Without --redis it runs on the embedded store (an in-process miniredis):
 // no setup, and its latencies are not representative of a real Redis.
@@ -66,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	htmlPath := fs.String("html", "", "write a self-contained HTML report to this file")
 	onlyScenarios := fs.String("scenarios", "", "run only scenarios whose name contains this (or one of these, comma-separated)")
 	onlySubjects := fs.String("subjects", "", "run only subjects whose name contains this (or one of these, comma-separated)")
+	rounds := fs.Int("rounds", 3, "split each throughput scenario into this many rounds, each running every subject in turn, so that the machine's drift weighs on all alike (1 to 20)")
 	fromJSON := fs.String("from-json", "", "run nothing: render the table (and --html) from a saved --json file")
 	docsRoot := fs.String("docs", "", "rewrite the figure blocks of DIR/README.md and DIR/docs/*.md from this run (needs --full and --json inside DIR, or --from-json)")
 	if err := fs.Parse(args); err != nil {
@@ -106,6 +113,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if *full {
 			*duration = 3 * time.Second
 		}
+	}
+	if *rounds < 1 || *rounds > 20 {
+		return fmt.Errorf("--rounds %d: must be between 1 and 20", *rounds)
 	}
 	if *duration < 100*time.Millisecond || *duration > 10*time.Minute {
 		return fmt.Errorf("--duration %s: must be between 100ms and 10m", *duration)
@@ -183,8 +193,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	opts := harness.Options{
 		Duration: *duration, Scenarios: scenarios, Subjects: subjects, OnlySubjects: *onlySubjects,
-		Clients: clients, Stats: stats, Progress: stderr,
+		Clients: clients, Stats: stats, Progress: stderr, Rounds: *rounds,
 	}
+	report.Rounds = *rounds
 	runs := harness.Planned(opts)
 	if runs == 0 {
 		return errors.New("no scenario or no subject matches")
