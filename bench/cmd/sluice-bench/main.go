@@ -40,6 +40,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -228,7 +229,10 @@ func updateDocs(stdout io.Writer, root string, report harness.Report, jsonFile s
 	}
 	fmt.Fprintf(stdout, "--docs: %d files rewritten\n", len(changed))
 	for _, f := range changed {
-		fmt.Fprintln(stdout, "  "+f)
+		if rel, err := filepath.Rel(root, f); err == nil {
+			f = rel
+		}
+		fmt.Fprintln(stdout, "  "+filepath.ToSlash(f))
 	}
 	return nil
 }
