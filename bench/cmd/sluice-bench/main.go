@@ -152,6 +152,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			addr = opt.Addr
 		}
 		clients.GoRedis = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 64})
+		if *redisURL != "auto" {
+			if err := ensureEmpty(ctx, clients.GoRedis); err != nil {
+				_ = clients.GoRedis.Close()
+				return fmt.Errorf("--redis %s: %w", addr, err)
+			}
+		}
 		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
 		if err != nil {
 			return fmt.Errorf("rueidis: %w", err)
@@ -215,6 +221,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return updateDocs(stdout, *docsRoot, report, *jsonPath)
+}
+
+// ensureEmpty refuses a server that holds any key: the benchmark runs
+// FLUSHALL before every run, and must never be the reason a server lost
+// its data.
+func ensureEmpty(ctx context.Context, c *redis.Client) error {
+	info, err := c.Info(ctx, "keyspace").Result()
+	if err != nil {
+		return err
+	}
+	var keys int64
+	for _, line := range strings.Split(info, "\n") {
+		_, fields, ok := strings.Cut(strings.TrimSpace(line), ":keys=")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(fields, ",")
+		k, err := strconv.ParseInt(n, 10, 64)
+		if err != nil {
+			return fmt.Errorf("INFO keyspace: %q", line)
+		}
+		keys += k
+	}
+	if keys > 0 {
+		return fmt.Errorf("the server is not empty (%d keys), and the benchmark runs FLUSHALL between runs: point it at an empty server (or use --redis auto)", keys)
+	}
+	return nil
 }
 
 // updateDocs rewrites the docs' figure blocks from report, saved as

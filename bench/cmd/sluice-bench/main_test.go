@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/internal/redisproc"
 )
 
 func TestHelpExitsZero(t *testing.T) {
@@ -53,4 +57,29 @@ func TestDocsFlag(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(got), "| coalesced vs redis_rate: decisions/s |")
 	require.Contains(t, string(got), "From `bench/runs/full.json`")
+}
+
+// TestRefusesAServerWithData: the benchmark flushes its server between
+// runs, so a --redis URL whose server holds any key is refused before
+// anything runs, and the key is still there.
+func TestRefusesAServerWithData(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("SLUICE_REQUIRE_REDIS") == "1" {
+			t.Fatal("redis-server is not on the PATH and SLUICE_REQUIRE_REDIS=1")
+		}
+		t.Skip("redis-server is not on the PATH")
+	}
+	server, err := redisproc.Start()
+	require.NoError(t, err)
+	t.Cleanup(server.Stop)
+	c := redis.NewClient(&redis.Options{Addr: server.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Do(t.Context(), "SELECT", 0).Err())
+	require.NoError(t, c.Set(t.Context(), "precious", "1", 0).Err())
+
+	var stdout, stderr bytes.Buffer
+	err = run(t.Context(), []string{"--redis", "redis://" + server.Addr + "/3", "--scenarios", "latency", "--duration", "100ms"}, &stdout, &stderr)
+	require.ErrorContains(t, err, "the server is not empty (1 keys)")
+	require.NotContains(t, stderr.String(), "sluice bench on", "nothing ran")
+	require.Equal(t, "1", c.Get(t.Context(), "precious").Val(), "the key survives")
 }
