@@ -66,6 +66,19 @@ var docsScalingSubjects = []string{
 	"x/time/rate (in process)",
 }
 
+// docsBlocks are the blocks the docs may quote, by name.
+var docsBlocks = []struct {
+	name   string
+	render func(Report, docsResults) (string, error)
+}{
+	{"headline", func(r Report, _ docsResults) (string, error) { return docsHeadline(r) }},
+	{"accuracy", func(_ Report, d docsResults) (string, error) { return docsAccuracy(d) }},
+	{"performance", func(_ Report, d docsResults) (string, error) { return docsPerformance(d) }},
+	{"algorithms", func(_ Report, d docsResults) (string, error) { return docsAlgorithmTable(d) }},
+	{"scaling", func(_ Report, d docsResults) (string, error) { return docsScaling(d) }},
+	{"serve", func(_ Report, d docsResults) (string, error) { return docsServe(d) }},
+}
+
 // DocFigures renders every block the docs may quote, by name, each saying
 // it comes from jsonPath (slash-separated, relative to the repository's
 // root). It fails if the report lacks a scenario a block needs (a run
@@ -74,19 +87,9 @@ func DocFigures(r Report, jsonPath string) (map[string]string, error) {
 	idx := docsIndex(r)
 	var errs []error
 	out := map[string]string{}
-	for _, block := range []struct {
-		name   string
-		render func(docsResults) (string, error)
-	}{
-		{"headline", func(docsResults) (string, error) { return docsHeadline(r) }},
-		{"accuracy", docsAccuracy},
-		{"performance", docsPerformance},
-		{"algorithms", docsAlgorithmTable},
-		{"scaling", docsScaling},
-		{"serve", docsServe},
-	} {
+	for _, block := range docsBlocks {
 		name := block.name
-		text, err := block.render(idx)
+		text, err := block.render(r, idx)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("block %q: %w", name, err))
 			continue
@@ -105,6 +108,9 @@ func DocFigures(r Report, jsonPath string) (map[string]string, error) {
 // unknown block or a report without a needed scenario leaves every file
 // as it was. It returns the files it changed.
 func UpdateDocs(root string, r Report, jsonFile string) ([]string, error) {
+	if !r.Full || !r.Representative {
+		return nil, errors.New("the docs quote only a --full run on a real redis-server (--redis auto)")
+	}
 	files, err := DocFiles(root)
 	if err != nil {
 		return nil, err
@@ -137,7 +143,7 @@ func UpdateDocs(root string, r Report, jsonFile string) ([]string, error) {
 		if !ok {
 			continue
 		}
-		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+		if err := WriteFileAtomic(f, []byte(text)); err != nil {
 			return changed, err
 		}
 		changed = append(changed, f)
@@ -146,14 +152,56 @@ func UpdateDocs(root string, r Report, jsonFile string) ([]string, error) {
 }
 
 // CheckDocsTarget says whether UpdateDocs(root, r, jsonFile) could name
-// jsonFile and find the docs, so that a run can be refused before it
-// starts rather than after.
+// jsonFile, find the docs and rewrite every block they hold (known names,
+// well formed), so that a run can be refused before it starts rather
+// than after.
 func CheckDocsTarget(root, jsonFile string) error {
-	if _, err := DocFiles(root); err != nil {
+	files, err := DocFiles(root)
+	if err != nil {
 		return err
 	}
-	_, err := docsRelative(root, jsonFile)
-	return err
+	if _, err := docsRelative(root, jsonFile); err != nil {
+		return err
+	}
+	placeholders := map[string]string{}
+	for _, b := range docsBlocks {
+		placeholders[b.name] = ""
+	}
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if _, _, err := RewriteDocBlocks(string(text), placeholders); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to a temporary file beside path and renames
+// it over path, so that a failed write leaves path as it was.
+func WriteFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // docsRelative is file's path from root, slash-separated; an error if
@@ -252,10 +300,14 @@ type docsResults struct {
 	byKey     map[[2]string]Result
 	scenarios map[string][]string // subjects, in the report's order
 	ceilings  []Ceiling
+	remote    map[string]bool // subjects that talk to Redis, by name
 }
 
 func docsIndex(r Report) docsResults {
-	idx := docsResults{byKey: map[[2]string]Result{}, scenarios: map[string][]string{}, ceilings: r.Ceilings}
+	idx := docsResults{byKey: map[[2]string]Result{}, scenarios: map[string][]string{}, ceilings: r.Ceilings, remote: map[string]bool{}}
+	for _, sub := range append(Subjects(), ServeSubjects()...) {
+		idx.remote[sub.Name] = sub.Remote
+	}
 	for _, res := range r.Results {
 		idx.byKey[[2]string{res.Scenario, res.Subject}] = res
 		idx.scenarios[res.Scenario] = append(idx.scenarios[res.Scenario], res.Subject)
@@ -274,6 +326,17 @@ func (d docsResults) need(scenarios ...string) error {
 		return fmt.Errorf("the report has no scenario %s (run sluice bench --full)", strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// limit is the limit of the scenario's runs, as the first result that
+// names one says.
+func (d docsResults) limit(scenario string) string {
+	for _, subj := range d.scenarios[scenario] {
+		if l := d.byKey[[2]string{scenario, subj}].Limit; l != "" {
+			return l
+		}
+	}
+	return "unknown"
 }
 
 func (d docsResults) get(scenario, subject string) (Result, bool) {
@@ -330,6 +393,17 @@ const docsNone = "—"
 func docsRate(v float64) string { return thousands(v) }
 
 func docsFixed(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+
+// docsMeasured prints v with format, or docsNone where it was not
+// measured (negative, or zero for memory).
+func docsMeasured(v float64, format func(float64) string, zeroMeasured bool) string {
+	if v < 0 || (v == 0 && !zeroMeasured) {
+		return docsNone
+	}
+	return format(v)
+}
+
+func docsBytes(v float64) string { return docsFixed(v, 0) }
 
 // docsCalls prints Redis calls per decision: two decimals, or two
 // significant digits below 0.1 (a lease's few calls).
@@ -428,9 +502,8 @@ func docsAccuracy(d docsResults) (string, error) {
 		}
 		rows = append(rows, row)
 	}
-	res, _ := d.get(scenarioSteady, subjects[0])
 	return fmt.Sprintf("Each cell: admitted as a share of what an ideal limiter admits · the most admitted in any one "+
-		"second, as a multiple of the rate. Limit %s.\n\n", res.Limit) +
+		"second, as a multiple of the rate. Limit %s.\n\n", d.limit(scenarioSteady)) +
 		docsTable(header, rows) + d.errorNotes(subjects, scenarios...), nil
 }
 
@@ -458,7 +531,7 @@ func docsPerformance(d docsResults) (string, error) {
 			row = append(row, docsNone)
 		}
 		if res, ok := d.get(scenarioHotKey, subj); ok && res.RedisCallsPerDecision >= 0 {
-			row = append(row, docsCalls(res.RedisCallsPerDecision), docsMicros(res.ServerMicrosPerDecision))
+			row = append(row, docsCalls(res.RedisCallsPerDecision), docsMeasured(res.ServerMicrosPerDecision, docsMicros, true))
 		} else {
 			row = append(row, docsNone, docsNone)
 		}
@@ -504,9 +577,9 @@ func docsAlgorithmTable(d docsResults) (string, error) {
 		{"most admitted in one second, boundary attack, × Rate", scenarioBoundary, worst},
 		{"admitted of the ideal, pods 4 → 10 → 2", scenarioPods, share},
 		{"decisions/s, one hot key, 128 goroutines", scenarioHotKey, func(r Result) string { return docsRate(r.DecisionsPerSecond) }},
-		{"Redis server µs per decision, one hot key", scenarioHotKey, func(r Result) string { return docsMicros(r.ServerMicrosPerDecision) }},
-		{"Redis server µs per decision, 10,000 keys", scenarioManyKeys, func(r Result) string { return docsMicros(r.ServerMicrosPerDecision) }},
-		{"bytes per key, 100,000 keys", scenarioMemory, func(r Result) string { return docsFixed(r.MemoryPerKey, 0) }},
+		{"Redis server µs per decision, one hot key", scenarioHotKey, func(r Result) string { return docsMeasured(r.ServerMicrosPerDecision, docsMicros, true) }},
+		{"Redis server µs per decision, 10,000 keys", scenarioManyKeys, func(r Result) string { return docsMeasured(r.ServerMicrosPerDecision, docsMicros, true) }},
+		{"bytes per key, 100,000 keys", scenarioMemory, func(r Result) string { return docsMeasured(r.MemoryPerKey, docsBytes, false) }},
 	}
 	var rows [][]string
 	var subjects []string
@@ -524,8 +597,7 @@ func docsAlgorithmTable(d docsResults) (string, error) {
 		}
 		rows = append(rows, row)
 	}
-	res, _ := d.get(scenarioBurst, docsAlgorithms[0].subject)
-	return fmt.Sprintf("Limit %s in the first three rows; the throughput rows allow everything.\n\n", res.Limit) +
+	return fmt.Sprintf("Limit %s in the first three rows; the throughput rows allow everything.\n\n", d.limit(scenarioBurst)) +
 		docsTable(header, rows) + d.errorNotes(subjects, scenarioBurst, scenarioBoundary, scenarioPods, scenarioHotKey, scenarioManyKeys, scenarioMemory), nil
 }
 
@@ -542,10 +614,10 @@ func docsScaling(d docsResults) (string, error) {
 			switch {
 			case !ok:
 				row = append(row, docsNone, docsNone)
-			case res.RedisCallsPerDecision < 0:
-				row = append(row, docsRate(res.DecisionsPerSecond), "none")
+			case res.RedisCallsPerDecision < 0 && !d.remote[subj]:
+				row = append(row, docsRate(res.DecisionsPerSecond), "none (in process)")
 			default:
-				row = append(row, docsRate(res.DecisionsPerSecond), docsCalls(res.RedisCallsPerDecision))
+				row = append(row, docsRate(res.DecisionsPerSecond), docsMeasured(res.RedisCallsPerDecision, docsCalls, true))
 			}
 		}
 		rows = append(rows, row)
@@ -578,7 +650,7 @@ func docsServe(d docsResults) (string, error) {
 			if res.Overhead != nil {
 				over = "+" + docsMicros(res.Overhead.MicrosPerDecision) + " µs"
 			}
-			row = append(row, docsRate(res.DecisionsPerSecond), over, docsCalls(res.RedisCallsPerDecision), docsMicros(res.ServerMicrosPerDecision))
+			row = append(row, docsRate(res.DecisionsPerSecond), over, docsMeasured(res.RedisCallsPerDecision, docsCalls, true), docsMeasured(res.ServerMicrosPerDecision, docsMicros, true))
 		} else {
 			row = append(row, docsNone, docsNone, docsNone, docsNone)
 		}

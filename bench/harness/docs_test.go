@@ -40,7 +40,21 @@ func TestDocsQuoteTheCommittedRun(t *testing.T) {
 		require.NoError(t, err)
 		text, names, err := RewriteDocBlocks(string(old), figures)
 		require.NoError(t, err, f)
-		require.Equal(t, string(old), text, "%s quotes figures that %s does not render: run go run ./cmd/sluice bench --from-json %s --docs .", f, committedRun, committedRun)
+		if text != string(old) {
+			want, got := strings.Split(text, "\n"), strings.Split(string(old), "\n")
+			for i := 0; i < max(len(want), len(got)); i++ {
+				w, g := "", ""
+				if i < len(want) {
+					w = want[i]
+				}
+				if i < len(got) {
+					g = got[i]
+				}
+				if w != g {
+					t.Fatalf("%s:%d quotes figures that %s does not render:\n  has:     %s\n  renders: %s\nrun go run ./cmd/sluice bench --from-json %s --docs .", f, i+1, committedRun, g, w, committedRun)
+				}
+			}
+		}
 		for _, n := range names {
 			quoted[n] = append(quoted[n], filepath.Base(f))
 		}
@@ -124,9 +138,54 @@ func TestUpdateDocs(t *testing.T) {
 	require.ErrorContains(t, err, "run sluice bench --full")
 	require.Equal(t, readme, read("README.md"))
 
+	// Only a full run on a real Redis.
+	embeddedRun := r
+	embeddedRun.Representative = false
+	_, err = UpdateDocs(root, embeddedRun, jsonFile)
+	require.ErrorContains(t, err, "only a --full run on a real redis-server")
+	require.Equal(t, readme, read("README.md"))
+
 	// The docs must be able to name the JSON.
 	_, err = UpdateDocs(root, r, filepath.Join(t.TempDir(), "elsewhere.json"))
 	require.ErrorContains(t, err, "is not inside")
 	_, err = UpdateDocs(t.TempDir(), r, jsonFile)
 	require.ErrorContains(t, err, "not the repository's root")
+}
+
+// TestCommittedReportIsTheRunsHTML: bench/runs/full.html, which the docs
+// link, is what WriteHTML renders from bench/runs/full.json.
+func TestCommittedReportIsTheRunsHTML(t *testing.T) {
+	r := loadCommittedRun(t)
+	committed, err := os.ReadFile(filepath.Join("..", "runs", "full.html"))
+	require.NoError(t, err)
+	var b strings.Builder
+	require.NoError(t, WriteHTML(&b, r))
+	require.True(t, b.String() == string(committed),
+		"bench/runs/full.html is not what full.json renders: go run ./cmd/sluice bench --from-json bench/runs/full.json --html bench/runs/full.html")
+}
+
+// TestCheckDocsTarget: a run with --docs is refused before it starts when
+// a doc holds a block that could not be rewritten.
+func TestCheckDocsTarget(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "docs"), 0o755))
+	jsonFile := filepath.Join(root, "run.json")
+	require.NoError(t, os.WriteFile(filepath.Join(root, "README.md"), []byte("<!-- sluice bench: headline -->\n<!-- end sluice bench -->\n"), 0o644))
+	require.NoError(t, CheckDocsTarget(root, jsonFile))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "docs", "a.md"), []byte("<!-- sluice bench: headline -->\nnever ended\n"), 0o644))
+	require.ErrorContains(t, CheckDocsTarget(root, jsonFile), "is not ended")
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
+	require.NoError(t, WriteFileAtomic(path, []byte("new")))
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "new", string(got))
+	require.Error(t, WriteFileAtomic(filepath.Join(dir, "missing", "f"), []byte("x")))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file left behind")
 }

@@ -146,3 +146,33 @@ func TestDegradedRunsAreMarked(t *testing.T) {
 	require.Equal(t, r.Requests, r.Degraded, "every decision was the policy's")
 	require.Contains(t, r.Error, "made by the fallback policy, not by Redis")
 }
+
+// TestRunInRounds: a throughput scenario in rounds runs every subject
+// once per round, in turn (a, b, a, b), and gives one result per subject
+// holding each round's figures.
+func TestRunInRounds(t *testing.T) {
+	client := embeddedClient(t)
+	var throughput Scenario
+	for _, s := range Scenarios() {
+		if strings.HasPrefix(s.Name, "throughput: one hot key") {
+			throughput = s
+		}
+	}
+	var order []string
+	subject := func(name string) Subject {
+		return Subject{Name: name, New: func(_ Clients, _ sluice.Limit) (Decide, func(), error) {
+			order = append(order, name)
+			return func(context.Context, string) (bool, error) { return true, nil }, func() {}, nil
+		}}
+	}
+	results := Run(t.Context(), Options{Duration: 400 * time.Millisecond, Rounds: 2, Scenarios: []Scenario{throughput},
+		Subjects: []Subject{subject("a"), subject("b")}, Clients: Clients{GoRedis: client}})
+	require.Equal(t, []string{"a", "b", "a", "b"}, order)
+	require.Len(t, results, 2)
+	for _, r := range results {
+		require.Empty(t, r.Error)
+		require.Len(t, r.Rounds, 2, r.Subject)
+		require.Positive(t, r.Rounds[0].DecisionsPerSecond)
+		require.Positive(t, r.Rounds[1].DecisionsPerSecond)
+	}
+}

@@ -30,7 +30,7 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +56,9 @@ import (
 	"github.com/sluicehq/sluice/store/embedded"
 )
 
+// defaultRounds is --rounds when not given.
+const defaultRounds = 3
+
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice bench:", err)
@@ -73,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	htmlPath := fs.String("html", "", "write a self-contained HTML report to this file")
 	onlyScenarios := fs.String("scenarios", "", "run only scenarios whose name contains this (or one of these, comma-separated)")
 	onlySubjects := fs.String("subjects", "", "run only subjects whose name contains this (or one of these, comma-separated)")
-	rounds := fs.Int("rounds", 3, "split each throughput scenario into this many rounds, each running every subject in turn, so that the machine's drift weighs on all alike (1 to 20)")
+	rounds := fs.Int("rounds", defaultRounds, "split each throughput scenario into this many rounds, each running every subject in turn, so that the machine's drift weighs on all alike (1 to 20)")
 	fromJSON := fs.String("from-json", "", "run nothing: render the table (and --html) from a saved --json file")
 	docsRoot := fs.String("docs", "", "rewrite the figure blocks of DIR/README.md and DIR/docs/*.md from this run (needs --full and --json inside DIR, or --from-json)")
 	if err := fs.Parse(args); err != nil {
@@ -82,7 +85,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
 	if *fromJSON != "" {
+		// A saved run renders again; the flags of a run do not apply.
+		var ignored []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "from-json" && f.Name != "html" && f.Name != "docs" {
+				ignored = append(ignored, "--"+f.Name)
+			}
+		})
+		if len(ignored) > 0 {
+			return fmt.Errorf("--from-json renders a saved run: %s would not apply (only --html and --docs do)", strings.Join(ignored, ", "))
+		}
 		data, err := os.ReadFile(*fromJSON)
 		if err != nil {
 			return err
@@ -96,14 +112,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return updateDocs(stdout, *docsRoot, report, *fromJSON)
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
 	if *docsRoot != "" {
 		// Checked before the run, so that a run cannot end with docs
-		// that name a file it did not write.
+		// that name a file it did not write, or a command it did not run:
+		// the docs name `--full --redis auto` with the default duration
+		// and rounds.
 		if !*full || *onlyScenarios != "" || *onlySubjects != "" || *jsonPath == "" {
 			return errors.New("--docs needs --full, no --scenarios or --subjects, and --json (the file the docs will name)")
+		}
+		if *redisURL != "auto" || *duration != 0 || *rounds != defaultRounds {
+			return fmt.Errorf("--docs needs --redis auto and the default --duration and --rounds (%d): the docs name that command", defaultRounds)
 		}
 		if err := harness.CheckDocsTarget(*docsRoot, *jsonPath); err != nil {
 			return fmt.Errorf("--docs: %w", err)
@@ -120,6 +138,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *duration < 100*time.Millisecond || *duration > 10*time.Minute {
 		return fmt.Errorf("--duration %s: must be between 100ms and 10m", *duration)
+	}
+	if *duration/time.Duration(*rounds) < 100*time.Millisecond {
+		return fmt.Errorf("--duration %s in --rounds %d: a round would be under 100ms", *duration, *rounds)
 	}
 
 	report := harness.Report{Started: time.Now(), Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())}
@@ -257,15 +278,15 @@ func updateDocs(stdout io.Writer, root string, report harness.Report, jsonFile s
 		return nil
 	}
 	changed, err := harness.UpdateDocs(root, report, jsonFile)
-	if err != nil {
-		return fmt.Errorf("--docs: %w", err)
-	}
 	fmt.Fprintf(stdout, "--docs: %d files rewritten\n", len(changed))
 	for _, f := range changed {
 		if rel, err := filepath.Rel(root, f); err == nil {
 			f = rel
 		}
 		fmt.Fprintln(stdout, "  "+filepath.ToSlash(f))
+	}
+	if err != nil {
+		return fmt.Errorf("--docs: %w", err)
 	}
 	return nil
 }
@@ -291,21 +312,13 @@ func output(stdout io.Writer, report harness.Report, jsonPath, htmlPath string) 
 	return nil
 }
 
+// writeFile writes what write produces to path, or leaves path as it was.
 func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
 		return err
 	}
-	w := bufio.NewWriter(f)
-	if err := write(w); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return harness.WriteFileAtomic(path, b.Bytes())
 }
 
 // redisBenchmark measures the ceiling for the token bucket's script on

@@ -39,11 +39,29 @@ func TestDocsFlag(t *testing.T) {
 		require.NotContains(t, stderr.String(), "sluice bench on", "nothing ran: %v", args)
 	}
 	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{"--docs", t.TempDir(), "--full", "--json", "x.json"}, &stdout, &stderr)
-	require.ErrorContains(t, err, "not the repository's root")
-	err = run(t.Context(), []string{"--docs", root, "--full", "--json", filepath.Join(t.TempDir(), "x.json")}, &stdout, &stderr)
-	require.ErrorContains(t, err, "is not inside")
-	require.NotContains(t, stderr.String(), "sluice bench on", "nothing ran")
+	for want, args := range map[string][]string{
+		"--docs needs --redis auto":            {"--docs", root, "--full", "--json", filepath.Join(root, "x.json"), "--redis", "redis://127.0.0.1:1/0"},
+		"and the default --duration":           {"--docs", root, "--full", "--json", filepath.Join(root, "x.json"), "--redis", "auto", "--duration", "1s"},
+		"and --rounds (3)":                     {"--docs", root, "--full", "--json", filepath.Join(root, "x.json"), "--redis", "auto", "--rounds", "1"},
+		"not the repository's root":            {"--docs", t.TempDir(), "--full", "--json", "x.json", "--redis", "auto"},
+		"is not inside":                        {"--docs", root, "--full", "--json", filepath.Join(t.TempDir(), "x.json"), "--redis", "auto"},
+		"a round would be under 100ms":         {"--duration", "100ms", "--rounds", "20"},
+		"unexpected arguments":                 {"--from-json", "x.json", "extra"},
+		"--full would not apply":               {"--from-json", "x.json", "--full"},
+		"--rounds 0: must be between 1 and 20": {"--rounds", "0"},
+	} {
+		stderr.Reset()
+		err := run(t.Context(), args, &stdout, &stderr)
+		require.ErrorContains(t, err, want, args)
+		require.NotContains(t, stderr.String(), "sluice bench on", "nothing ran: %v", args)
+	}
+	// A block the docs could not rewrite is found before the run, too.
+	bad := filepath.Join(root, "docs")
+	require.NoError(t, os.MkdirAll(bad, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bad, "x.md"), []byte("<!-- sluice bench: nonsense -->\n<!-- end sluice bench -->\n"), 0o644))
+	err := run(t.Context(), []string{"--docs", root, "--full", "--json", filepath.Join(root, "x.json"), "--redis", "auto"}, &stdout, &stderr)
+	require.ErrorContains(t, err, `unknown block "nonsense"`)
+	require.NoError(t, os.Remove(filepath.Join(bad, "x.md")))
 
 	saved := filepath.Join(root, "bench", "runs", "full.json")
 	require.NoError(t, os.MkdirAll(filepath.Dir(saved), 0o755))
@@ -78,7 +96,7 @@ func TestRefusesAServerWithData(t *testing.T) {
 	require.NoError(t, c.Set(t.Context(), "precious", "1", 0).Err())
 
 	var stdout, stderr bytes.Buffer
-	err = run(t.Context(), []string{"--redis", "redis://" + server.Addr + "/3", "--scenarios", "latency", "--duration", "100ms"}, &stdout, &stderr)
+	err = run(t.Context(), []string{"--redis", "redis://" + server.Addr + "/3", "--scenarios", "latency", "--duration", "300ms"}, &stdout, &stderr)
 	require.ErrorContains(t, err, "the server is not empty (1 keys)")
 	require.NotContains(t, stderr.String(), "sluice bench on", "nothing ran")
 	require.Equal(t, "1", c.Get(t.Context(), "precious").Val(), "the key survives")
