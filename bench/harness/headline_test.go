@@ -97,3 +97,28 @@ func TestRounds(t *testing.T) {
 	require.Equal(t, 3*3+2, Planned(Options{Rounds: 3, Scenarios: []Scenario{throughput, burst}, Subjects: subjects}),
 		"3 rounds of 3 subjects in the throughput scenario, one of the 2 limiters in the burst")
 }
+
+// TestHeadlineChartDrawsTheRanges: in the HTML report, each headline bar
+// of a scenario run in rounds carries a whisker over its round-by-round
+// range, and a run without rounds has none.
+func TestHeadlineChartDrawsTheRanges(t *testing.T) {
+	sc := "throughput: one hot key, 128 goroutines, all allowed"
+	rounds := func(dps, us float64) []Round {
+		return []Round{{DecisionsPerSecond: dps, ServerMicrosPerDecision: us}, {DecisionsPerSecond: dps * 1.2, ServerMicrosPerDecision: us}}
+	}
+	r := Report{Representative: true, Results: []Result{
+		{Scenario: sc, Subject: "sluice/tokenbucket+coalesce", DecisionsPerSecond: 300, ServerMicrosPerDecision: 2, Rounds: rounds(300, 2)},
+		{Scenario: sc, Subject: "go-redis/redis_rate (GCRA)", DecisionsPerSecond: 100, ServerMicrosPerDecision: 8, Rounds: rounds(120, 8)},
+	}}
+	var b bytes.Buffer
+	require.NoError(t, WriteHTML(&b, r))
+	require.Equal(t, 2, strings.Count(b.String(), `<path class="range"`), "decisions/s and Redis CPU, one whisker each")
+
+	for i := range r.Results {
+		r.Results[i].Rounds = nil
+	}
+	b.Reset()
+	require.NoError(t, WriteHTML(&b, r))
+	require.NotContains(t, b.String(), `<path class="range"`)
+	require.Contains(t, b.String(), `<section id="headline">`)
+}

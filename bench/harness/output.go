@@ -409,6 +409,12 @@ type outBar struct {
 	TX, TY     string
 	Text       string
 	Title      string
+	// Range, when set, draws a whisker from RX1 to RX2 at height RY,
+	// with caps from RT to RB: a ratio's smallest and largest values
+	// round by round.
+	Range        bool
+	RX1, RX2, RY string
+	RT, RB       string
 }
 
 type outBarRow struct {
@@ -573,6 +579,7 @@ type outBarInput struct {
 	colour []string
 	texts  []string
 	titles []string
+	ranges []*[2]float64 // optional, one per value: a whisker from [0] to [1]
 }
 
 // outHBars lays out a horizontal bar chart: one row per input, one bar per
@@ -585,6 +592,11 @@ func outHBars(label string, rows []outBarInput, legend []outLegendItem) *outBarC
 	for _, r := range rows {
 		for _, v := range r.values {
 			max = math.Max(max, outFinite(v))
+		}
+		for _, rg := range r.ranges {
+			if rg != nil {
+				max = math.Max(max, outFinite(rg[1]))
+			}
 		}
 	}
 	xTop, xStep := outNiceScale(max)
@@ -605,12 +617,20 @@ func outHBars(label string, rows []outBarInput, legend []outLegendItem) *outBarC
 		for i, v := range r.values {
 			by := yy + float64(i)*(outBarH+2)
 			w := x(v)
-			row.Bars = append(row.Bars, outBar{
+			bar := outBar{
 				X: outF(left), Y: outF(by), W: outF(w), H: outF(outBarH),
 				Colour: r.colour[i],
 				TX:     outF(left + w + 4), TY: outF(by + outBarH - 3),
 				Text: r.texts[i], Title: r.titles[i],
-			})
+			}
+			if i < len(r.ranges) && r.ranges[i] != nil {
+				lo, hi := x(r.ranges[i][0]), x(r.ranges[i][1])
+				bar.Range = true
+				bar.RX1, bar.RX2, bar.RY = outF(left+lo), outF(left+hi), outF(by+outBarH/2)
+				bar.RT, bar.RB = outF(by+2), outF(by+outBarH-2)
+				bar.TX = outF(left + math.Max(w, hi) + 4)
+			}
+			row.Bars = append(row.Bars, bar)
 		}
 		c.Rows = append(c.Rows, row)
 		yy += h
@@ -653,7 +673,8 @@ func outHeadline(r Report) []outHeadlineView {
 				values: []float64{l.DecisionsRatio},
 				colour: []string{outP50Colour},
 				texts:  []string{strconv.FormatFloat(l.DecisionsRatio, 'f', 2, 64) + " × decisions/s"},
-				titles: []string{label + ": " + thousands(l.SubjectDecisions) + " vs " + thousands(l.OtherDecisions) + " decisions/s"},
+				titles: []string{label + ": " + thousands(l.SubjectDecisions) + " vs " + thousands(l.OtherDecisions) + " decisions/s" + RangeText(l.DecisionsRatioRange)},
+				ranges: []*[2]float64{l.DecisionsRatioRange},
 			}
 			line := fmt.Sprintf("%s: %.2f ×%s the decisions/s of %s (%s vs %s)", l.Subject, l.DecisionsRatio, RangeText(l.DecisionsRatioRange), l.Other,
 				thousands(l.SubjectDecisions), thousands(l.OtherDecisions))
@@ -661,7 +682,8 @@ func outHeadline(r Report) []outHeadlineView {
 				in.values = append(in.values, l.ServerMicrosRatio)
 				in.colour = append(in.colour, outP99Colour)
 				in.texts = append(in.texts, strconv.FormatFloat(l.ServerMicrosRatio, 'f', 2, 64)+" × Redis CPU/decision")
-				in.titles = append(in.titles, label+": Redis server time per decision, as a multiple of the other's")
+				in.titles = append(in.titles, label+": Redis server time per decision, as a multiple of the other's"+RangeText(l.ServerMicrosRatioRange))
+				in.ranges = append(in.ranges, l.ServerMicrosRatioRange)
 				line += fmt.Sprintf(", %.2f ×%s its Redis CPU per decision", l.ServerMicrosRatio, RangeText(l.ServerMicrosRatioRange))
 			}
 			rows = append(rows, in)
@@ -756,6 +778,7 @@ svg.chart .tick { text-anchor: middle; fill: #666; }
 svg.chart .ytick { text-anchor: end; fill: #666; }
 svg.chart .label { text-anchor: end; }
 svg.chart .title { text-anchor: middle; fill: #555; }
+svg.chart .range { stroke: #222; stroke-width: 1.5; fill: none; }
 </style>
 </head>
 <body>
@@ -769,6 +792,7 @@ svg.chart .title { text-anchor: middle; fill: #555; }
 {{end}}
 {{- if .Headline}}<section id="headline">
 <h2>Headline</h2>
+<p class="note">Each bar is a ratio of the two subjects' figures over the whole run; where the scenario ran in rounds, the black whisker spans the smallest to the largest ratio round by round.</p>
 {{range .Headline}}<h3>{{.Scenario}}</h3>
 {{template "bars" .Chart}}<ul>
 {{range .Lines}}<li>{{.}}</li>
@@ -821,7 +845,7 @@ svg.chart .title { text-anchor: middle; fill: #555; }
 {{range .Legend}}<rect x="{{.X}}" y="{{.Y}}" width="12" height="8" fill="{{.Colour}}"/><text x="{{.TX}}" y="{{.TY}}"><title>{{.Full}}</title>{{.Label}}</text>
 {{end}}{{range .XTicks}}<line class="grid" x1="{{.X}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y2}}"/><text class="tick" x="{{.TX}}" y="{{.TY}}">{{.Label}}</text>
 {{end}}{{range .Rows}}<text class="label" x="{{.LX}}" y="{{.LY}}"><title>{{.Full}}</title>{{.Label}}</text>
-{{range .Bars}}<rect x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}" fill="{{.Colour}}"><title>{{.Title}}</title></rect><text x="{{.TX}}" y="{{.TY}}">{{.Text}}</text>
+{{range .Bars}}<rect x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}" fill="{{.Colour}}"><title>{{.Title}}</title></rect>{{if .Range}}<path class="range" d="M{{.RX1}} {{.RT}}V{{.RB}}M{{.RX1}} {{.RY}}H{{.RX2}}M{{.RX2}} {{.RT}}V{{.RB}}"/>{{end}}<text x="{{.TX}}" y="{{.TY}}">{{.Text}}</text>
 {{end}}{{end}}<line class="axis" x1="{{.Left}}" y1="{{.Top}}" x2="{{.Left}}" y2="{{.Bottom}}"/>
 </svg>
 {{end}}`
