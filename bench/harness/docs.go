@@ -414,18 +414,6 @@ func docsCalls(v float64) string {
 	return docsFixed(v, 2)
 }
 
-// docsMicros prints µs with three significant figures at most.
-func docsMicros(v float64) string {
-	switch {
-	case v >= 100:
-		return docsFixed(v, 0)
-	case v >= 10:
-		return docsFixed(v, 1)
-	default:
-		return docsFixed(v, 2)
-	}
-}
-
 func docsHeadline(r Report) (string, error) {
 	hs := HeadlineOf(r)
 	if len(hs) == 0 {
@@ -526,12 +514,12 @@ func docsPerformance(d docsResults) (string, error) {
 			}
 		}
 		if res, ok := d.get(scenarioLatency, subj); ok {
-			row = append(row, docsMicros(res.LatencyMicros.P50)+" / "+docsMicros(res.LatencyMicros.P99))
+			row = append(row, outMicros(res.LatencyMicros.P50)+" / "+outMicros(res.LatencyMicros.P99))
 		} else {
 			row = append(row, docsNone)
 		}
 		if res, ok := d.get(scenarioHotKey, subj); ok && res.RedisCallsPerDecision >= 0 {
-			row = append(row, docsCalls(res.RedisCallsPerDecision), docsMeasured(res.ServerMicrosPerDecision, docsMicros, true))
+			row = append(row, docsCalls(res.RedisCallsPerDecision), docsMeasured(res.ServerMicrosPerDecision, outMicros, true))
 		} else {
 			row = append(row, docsNone, docsNone)
 		}
@@ -577,8 +565,8 @@ func docsAlgorithmTable(d docsResults) (string, error) {
 		{"most admitted in one second, boundary attack, × Rate", scenarioBoundary, worst},
 		{"admitted of the ideal, pods 4 → 10 → 2", scenarioPods, share},
 		{"decisions/s, one hot key, 128 goroutines", scenarioHotKey, func(r Result) string { return docsRate(r.DecisionsPerSecond) }},
-		{"Redis server µs per decision, one hot key", scenarioHotKey, func(r Result) string { return docsMeasured(r.ServerMicrosPerDecision, docsMicros, true) }},
-		{"Redis server µs per decision, 10,000 keys", scenarioManyKeys, func(r Result) string { return docsMeasured(r.ServerMicrosPerDecision, docsMicros, true) }},
+		{"Redis server µs per decision, one hot key", scenarioHotKey, func(r Result) string { return docsMeasured(r.ServerMicrosPerDecision, outMicros, true) }},
+		{"Redis server µs per decision, 10,000 keys", scenarioManyKeys, func(r Result) string { return docsMeasured(r.ServerMicrosPerDecision, outMicros, true) }},
 		{"bytes per key, 100,000 keys", scenarioMemory, func(r Result) string { return docsMeasured(r.MemoryPerKey, docsBytes, false) }},
 	}
 	var rows [][]string
@@ -639,18 +627,18 @@ func docsServe(d docsResults) (string, error) {
 		if res, ok := d.get(scenarioServeOne, subj); ok {
 			over := ""
 			if res.Overhead != nil {
-				over = "+" + docsMicros(res.Overhead.P50Micros) + " µs"
+				over = "+" + outMicros(res.Overhead.P50Micros) + " µs"
 			}
-			row = append(row, docsRate(res.DecisionsPerSecond), docsMicros(res.LatencyMicros.P50)+" / "+docsMicros(res.LatencyMicros.P99), over)
+			row = append(row, docsRate(res.DecisionsPerSecond), outMicros(res.LatencyMicros.P50)+" / "+outMicros(res.LatencyMicros.P99), over)
 		} else {
 			row = append(row, docsNone, docsNone, docsNone)
 		}
 		if res, ok := d.get(scenarioServeMany, subj); ok {
 			over := ""
 			if res.Overhead != nil {
-				over = "+" + docsMicros(res.Overhead.MicrosPerDecision) + " µs"
+				over = "+" + outMicros(res.Overhead.MicrosPerDecision) + " µs"
 			}
-			row = append(row, docsRate(res.DecisionsPerSecond), over, docsMeasured(res.RedisCallsPerDecision, docsCalls, true), docsMeasured(res.ServerMicrosPerDecision, docsMicros, true))
+			row = append(row, docsRate(res.DecisionsPerSecond), over, docsMeasured(res.RedisCallsPerDecision, docsCalls, true), docsMeasured(res.ServerMicrosPerDecision, outMicros, true))
 		} else {
 			row = append(row, docsNone, docsNone, docsNone, docsNone)
 		}

@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 )
 
@@ -145,14 +146,4 @@ func RangeText(r *[2]float64) string {
 	return fmt.Sprintf(" [%.2f–%.2f]", r[0], r[1])
 }
 
-func thousands(v float64) string {
-	s := fmt.Sprintf("%.0f", v)
-	var out []byte
-	for i, c := range []byte(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, c)
-	}
-	return string(out)
-}
+func thousands(v float64) string { return outThousands(int64(math.Round(v))) }
