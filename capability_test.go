@@ -2,9 +2,9 @@ package sluice_test
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
 )
@@ -16,36 +16,42 @@ func (allowOnly) AllowN(context.Context, string, sluice.Limit, int64) (sluice.De
 	return sluice.Decision{Allowed: true}, nil
 }
 
-// reportsNone has the methods but reports that it serves none of them, as
-// a decorator over allowOnly would.
-type reportsNone struct{ allowOnly }
+// resetting serves resets itself.
+type resetting struct{ allowOnly }
 
-func (reportsNone) Reset(context.Context, string) error { return nil }
-func (reportsNone) Capabilities() sluice.Capability     { return 0 }
+func (resetting) Reset(context.Context, string) error { return nil }
 
-func TestCapabilitiesOfSeesInterfacesAndReports(t *testing.T) {
-	if got := sluice.CapabilitiesOf(allowOnly{}); got != 0 {
-		t.Fatalf("allowOnly: %s, want none", got)
-	}
-	if sluice.Supports(reportsNone{}, sluice.CanReset) {
-		t.Fatal("a Capabler's report must win over its method set")
-	}
-	if got := (sluice.CanRefund | sluice.CanBatch).String(); got != "refund|batch" {
-		t.Fatalf("String: %q", got)
-	}
+// wrapper finds capabilities as a decorator does: through its As method,
+// answering for the interfaces its inner limiter serves.
+type wrapper struct{ inner sluice.Limiter }
+
+func (w wrapper) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	return w.inner.AllowN(ctx, key, limit, n)
 }
 
-func TestRequireCapabilitiesNamesBothLayers(t *testing.T) {
-	err := sluice.RequireCapabilities("coalesce", allowOnly{}, sluice.CanBatch)
-	if !errors.Is(err, sluice.ErrUnsupported) {
-		t.Fatalf("err = %v, want ErrUnsupported", err)
-	}
-	for _, want := range []string{"coalesce", "allowOnly", "batch"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not name %q", err, want)
+func (w wrapper) As(target any) bool {
+	if p, ok := target.(*sluice.Resetter); ok {
+		r, ok := sluice.As[sluice.Resetter](w.inner)
+		if ok {
+			*p = r
 		}
+		return ok
 	}
-	if err := sluice.RequireCapabilities("coalesce", nil, 0); err == nil {
-		t.Fatal("a nil limiter must be refused")
-	}
+	return false
+}
+
+func TestAsSeesTypesAndDecorators(t *testing.T) {
+	_, ok := sluice.As[sluice.Resetter](allowOnly{})
+	require.False(t, ok, "a type without the method")
+	_, ok = sluice.As[sluice.Resetter](resetting{})
+	require.True(t, ok, "a type with the method")
+	_, ok = sluice.As[sluice.Resetter](wrapper{wrapper{resetting{}}})
+	require.True(t, ok, "through two decorators")
+	r, ok := sluice.As[sluice.Resetter](wrapper{allowOnly{}})
+	require.False(t, ok, "a decorator over a limiter that cannot")
+	require.Nil(t, r)
+	_, ok = sluice.As[sluice.Refunder](wrapper{resetting{}})
+	require.False(t, ok, "a decorator that does not answer for the interface")
+	_, ok = sluice.As[sluice.Resetter](nil)
+	require.False(t, ok, "nil")
 }

@@ -3,23 +3,25 @@
 // Lua script per decision against the Redis server's clock, so that the
 // limit holds however many replicas share it.
 //
-// The root package, on the standard library only, holds the vocabulary
-// the others share: [Limit], [Decision] (a denial is a Decision, not an
-// error), [Limiter], [Store] (runs a [Script] atomically), [Key] (Redis
-// Cluster safe keys from user input), and sentinel errors for errors.Is
+// The root package, on the standard library only, holds the user's
+// vocabulary: [Limit], [Decision] (a denial is a Decision, not an error),
+// [Limiter], [Store] (runs a [Script] atomically), [Key] (Redis Cluster
+// safe keys from user input), and sentinel errors for errors.Is
 // ([ErrInvalidLimit], [ErrInvalidCost], [ErrCostExceedsBurst],
 // [ErrInvalidKey], [ErrKeyConflict], [ErrUnexpectedReply]). Algorithms live
-// in algorithms/..., stores in store/..., test helpers in sluicetest.
+// in algorithms/..., stores in store/..., test helpers in sluicetest. What
+// an author of an algorithm, a store or a decorator needs beyond it is the
+// extension API, package ext, on which every built-in is built.
 //
 // The decorators (coalesce, lease, shard, denycache, fallback, sluiceotel)
 // wrap any Limiter in any order but three: a lease needs a limiter that
 // leases (the token bucket or GCRA, or a decorator other than a lease over
 // one), coalesce one that takes batches, and a shard cannot wrap a shard.
-// Each serves the optional capabilities ([Refunder], [Resetter],
-// [BatchLimiter], [Bounded], [Leaser]) the limiter it wraps serves, and
-// says so in [Capabler]: ask with [Supports], which sees through
-// decorators, not with a type assertion. A stack that cannot work fails
-// when built, with an error wrapping [ErrUnsupported] naming both layers.
+// Each serves the optional interfaces ([Refunder], [Resetter],
+// [BatchLimiter], [Bounded], and ext's leases) that the limiter it wraps
+// serves, and no other: ask with [As], which sees through decorators. A
+// stack that cannot work fails when built, with an error wrapping
+// [ErrUnsupported] naming both layers.
 // Through every stack Limit is the caller's, bad input is an error, only
 // a lease or a shard sets [Decision.Estimated], and the recommended stacks
 // over the token bucket and GCRA keep the bucket's Burst + Rate × T bound

@@ -1,13 +1,8 @@
 package sluice
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"strings"
-	"time"
 )
 
 var (
@@ -44,133 +39,38 @@ var (
 )
 
 // LimitError describes a Limit that cannot be enforced. It wraps
-// [ErrInvalidLimit].
+// [ErrInvalidLimit]. Algorithms that refuse a Limit that [Limit.Validate]
+// accepts return one with their Reason.
 type LimitError struct {
 	Limit  Limit
-	reason string
+	Reason string
 }
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("sluice: invalid limit %s: %s", e.Limit, e.reason)
+	return fmt.Sprintf("sluice: invalid limit %s: %s", e.Limit, e.Reason)
 }
 
 // Unwrap returns ErrInvalidLimit.
 func (e *LimitError) Unwrap() error { return ErrInvalidLimit }
 
-// NewLimitError returns a [LimitError] for l with the given reason, for
-// algorithms that refuse a Limit that [Limit.Validate] accepts.
-func NewLimitError(l Limit, reason string) error { return &LimitError{Limit: l, reason: reason} }
-
-// NewCostError returns a [CostError] for a cost under l with the given
-// reason; exceeds says that the cost is above the most l can ever allow
-// (it then also wraps [ErrCostExceedsBurst]).
-func NewCostError(cost int64, l Limit, reason string, exceeds bool) error {
-	return &CostError{Cost: cost, Limit: l, reason: reason, exceeds: exceeds}
-}
-
 // CostError describes a cost that cannot be decided against a Limit. It
-// wraps [ErrInvalidCost], and [ErrCostExceedsBurst] when Cost > Limit.Burst.
+// wraps [ErrInvalidCost], and [ErrCostExceedsBurst] when Exceeds: the cost
+// is above the most the limit can ever allow.
 type CostError struct {
 	Cost    int64
 	Limit   Limit
-	reason  string
-	exceeds bool
+	Reason  string
+	Exceeds bool
 }
 
 func (e *CostError) Error() string {
-	return fmt.Sprintf("sluice: invalid cost %d for limit %s: %s", e.Cost, e.Limit, e.reason)
+	return fmt.Sprintf("sluice: invalid cost %d for limit %s: %s", e.Cost, e.Limit, e.Reason)
 }
 
 // Unwrap returns ErrInvalidCost, and ErrCostExceedsBurst where it applies.
 func (e *CostError) Unwrap() []error {
-	if e.exceeds {
+	if e.Exceeds {
 		return []error{ErrInvalidCost, ErrCostExceedsBurst}
 	}
 	return []error{ErrInvalidCost}
-}
-
-// ValidateKey reports whether key can be used: it must not be empty.
-func ValidateKey(key string) error {
-	if key == "" {
-		return fmt.Errorf("%w: key must not be empty", ErrInvalidKey)
-	}
-	return nil
-}
-
-// Script error replies. Every Sluice script rejects bad arguments before
-// its first write with an error reply that starts with one of these codes,
-// so that a caller that bypassed the Go-side checks still gets a typed
-// error from [ScriptError].
-const (
-	scriptErrInvalidLimit     = "SLUICE_INVALID_LIMIT "
-	scriptErrInvalidCost      = "SLUICE_INVALID_COST "
-	scriptErrCostExceedsBurst = "SLUICE_COST_EXCEEDS_BURST "
-	scriptErrInvalidKey       = "SLUICE_INVALID_KEY "
-	scriptErrInvalidState     = "SLUICE_INVALID_STATE "
-	redisErrWrongType         = "WRONGTYPE "
-	redisErrCrossSlot         = "CROSSSLOT "
-)
-
-// ScriptError maps an error reply of a Sluice script (and Redis's
-// WRONGTYPE) to the matching sentinel error, so errors.Is works on it;
-// other errors are returned as they are.
-func ScriptError(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	switch {
-	case hasCode(msg, scriptErrInvalidLimit):
-		return fmt.Errorf("%w: script rejected arguments: %w", ErrInvalidLimit, err)
-	case hasCode(msg, scriptErrCostExceedsBurst):
-		return fmt.Errorf("%w: %w: script rejected arguments: %w", ErrInvalidCost, ErrCostExceedsBurst, err)
-	case hasCode(msg, scriptErrInvalidCost):
-		return fmt.Errorf("%w: script rejected arguments: %w", ErrInvalidCost, err)
-	case hasCode(msg, scriptErrInvalidKey):
-		return fmt.Errorf("%w: script rejected arguments: %w", ErrInvalidKey, err)
-	case hasCode(msg, scriptErrInvalidState), hasCode(msg, redisErrWrongType):
-		return fmt.Errorf("%w: %w", ErrKeyConflict, err)
-	case hasCode(msg, redisErrCrossSlot):
-		return fmt.Errorf("%w: %w", ErrCrossSlot, err)
-	}
-	return err
-}
-
-// hasCode reports whether the server's message in msg starts with code:
-// msg is either that message or a store's wrapping, "store: message".
-func hasCode(msg, code string) bool {
-	return strings.HasPrefix(msg, code) || strings.Contains(msg, ": "+code)
-}
-
-// CallerDeadline reports whether err, a call's failure under ctx, is the
-// caller's deadline rather than the store's fault: a timeout (a network
-// timeout, os.ErrDeadlineExceeded, context.DeadlineExceeded) when ctx is
-// done or its deadline has passed. It then returns an error wrapping
-// context.DeadlineExceeded (and err's text); else nil. The clients enforce
-// a context's deadline on the socket and return "i/o timeout" a moment
-// before the context itself says it is done, and the stores and the
-// fallback decorator use CallerDeadline so that a caller's short deadline
-// is its own error, never counted against the store.
-func CallerDeadline(ctx context.Context, err error) error {
-	if err == nil || ctx == nil || !IsTimeout(err) {
-		return nil
-	}
-	if ctx.Err() == nil {
-		deadline, ok := ctx.Deadline()
-		if !ok || time.Now().Before(deadline) {
-			return nil
-		}
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
-}
-
-// IsTimeout reports whether err is a timeout: a network timeout,
-// os.ErrDeadlineExceeded or context.DeadlineExceeded.
-func IsTimeout(err error) bool {
-	var netErr net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		errors.As(err, &netErr) && netErr.Timeout()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/shard"
@@ -73,8 +74,9 @@ func Example_stackBusyAPI() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("token bucket:", sluice.CapabilitiesOf(tb))
-	fmt.Println("stack:       ", sluice.CapabilitiesOf(limiter))
+	_, refunds := sluice.As[sluice.Refunder](limiter) // through every layer to the bucket
+	_, leases := sluice.As[ext.Leaser](limiter)       // the lease layer keeps its leases
+	fmt.Printf("the stack refunds: %v, leases: %v\n", refunds, leases)
 
 	limit := sluice.PerSecond(1000)
 	var allowed, estimated int
@@ -122,8 +124,7 @@ func Example_stackBusyAPI() {
 		fmt.Println(c)
 	}
 	// Output:
-	// token bucket: refund|reset|batch|bound|lease
-	// stack:        refund|reset|batch|bound
+	// the stack refunds: true, leases: false
 	// 500 allowed, 500 estimated, fewer than 1 store call in 20: true
 	// allowed=true source=fallback-open degraded=true
 	// sluice.decisions.degraded{source=fallback-open} 1
@@ -156,8 +157,9 @@ func Example_stackHotTenant() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("shard:", sluice.CapabilitiesOf(sharded))
-	fmt.Println("stack:", sluice.CapabilitiesOf(limiter))
+	_, shardLeases := sluice.As[ext.Leaser](sharded)
+	_, stackLeases := sluice.As[ext.Leaser](limiter)
+	fmt.Printf("the shard leases: %v, the stack: %v\n", shardLeases, stackLeases)
 
 	limit := sluice.PerSecond(400) // a share: 100 per second
 	for _, key := range []string{sluice.Key("tenant:42", "api"), sluice.Key("tenant:43", "api")} {
@@ -173,8 +175,7 @@ func Example_stackHotTenant() {
 	// the next in the background; the rest were local.
 	fmt.Println("store calls:", leased.Stats().Requests)
 	// Output:
-	// shard: refund|reset|batch|bound|lease
-	// stack: refund|reset|batch|bound
+	// the shard leases: true, the stack: false
 	// rl:{tenant:42}:api sharded=true  allowed=true estimated=true limit=400/1s burst 400
 	// rl:{tenant:42}:api sharded=true  allowed=true estimated=true limit=400/1s burst 400
 	// rl:{tenant:42}:api sharded=true  allowed=true estimated=true limit=400/1s burst 400

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 )
 
 func TestKey(t *testing.T) {
@@ -27,15 +28,6 @@ func TestKey(t *testing.T) {
 	}
 }
 
-// TestHashSlot checks CRC16 against values CLUSTER KEYSLOT returns.
-func TestHashSlot(t *testing.T) {
-	require.Equal(t, 12182, sluice.HashSlot("foo"))
-	require.Equal(t, 11058, sluice.HashSlot("somekey"))
-	require.Equal(t, 12739, sluice.HashSlot("123456789"))
-	require.Equal(t, sluice.HashSlot("user1000"), sluice.HashSlot("{user1000}.following"))
-	require.NotEqual(t, sluice.HashSlot("{}a"), sluice.HashSlot("{}b"), "an empty tag hashes the whole key")
-}
-
 // FuzzKey checks, for any user text, that the hash tag Redis extracts is
 // exactly the escaped tag (so only the tag picks the slot, and it is never
 // empty), and that the key decodes back to its inputs (no two inputs share a
@@ -53,8 +45,8 @@ func FuzzKey(f *testing.F) {
 		end := strings.IndexByte(key[open+1:], '}')
 		require.Positive(t, end, "a non-empty hash tag")
 		hashTag := key[open+1 : open+1+end]
-		require.Equal(t, sluice.HashSlot(sluice.Key(tag)), sluice.HashSlot(key))
-		require.Equal(t, sluice.HashSlot(hashTag), sluice.HashSlot(key))
+		require.Equal(t, ext.HashSlot(sluice.Key(tag)), ext.HashSlot(key))
+		require.Equal(t, ext.HashSlot(hashTag), ext.HashSlot(key))
 
 		gotTag, gotParts := decodeKey(t, key)
 		require.Equal(t, tag, gotTag)

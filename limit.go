@@ -97,27 +97,13 @@ func (l Limit) Validate() error {
 func (l Limit) ValidateCost(n int64) error {
 	switch {
 	case n < 0:
-		return NewCostError(n, l, "cost must not be negative", false)
+		return &CostError{Cost: n, Limit: l, Reason: "cost must not be negative"}
 	case n > l.Burst:
-		return NewCostError(n, l, "cost exceeds burst, so it can never be allowed", true)
-	}
-	return nil
-}
-
-// validateCostUpTo checks 0 <= n <= capacity, the most a limiter can ever
-// allow under l.
-func (l Limit) validateCostUpTo(n, capacity int64) error {
-	switch {
-	case n < 0:
-		return NewCostError(n, l, "cost must not be negative", false)
-	case n > capacity && capacity == l.Burst:
-		return NewCostError(n, l, "cost exceeds burst, so it can never be allowed", true)
-	case n > capacity:
-		return NewCostError(n, l, fmt.Sprintf("cost exceeds %d, the most this limiter can ever allow under the limit", capacity), true)
+		return &CostError{Cost: n, Limit: l, Reason: "cost exceeds burst, so it can never be allowed", Exceeds: true}
 	}
 	return nil
 }
 
 func limitError(l Limit, reason string) error {
-	return &LimitError{Limit: l, reason: reason}
+	return &LimitError{Limit: l, Reason: reason}
 }

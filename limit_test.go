@@ -66,23 +66,6 @@ func TestValidateCost(t *testing.T) {
 	require.ErrorContains(t, err, "can never be allowed")
 }
 
-func TestScriptErrorMapping(t *testing.T) {
-	require.NoError(t, sluice.ScriptError(nil))
-	require.ErrorIs(t, sluice.ScriptError(errors.New("SLUICE_INVALID_LIMIT x")), sluice.ErrInvalidLimit)
-	require.ErrorIs(t, sluice.ScriptError(errors.New("SLUICE_INVALID_COST x")), sluice.ErrInvalidCost)
-	require.ErrorIs(t, sluice.ScriptError(errors.New("SLUICE_INVALID_KEY x")), sluice.ErrInvalidKey)
-	require.ErrorIs(t, sluice.ScriptError(errors.New("SLUICE_COST_EXCEEDS_BURST x")), sluice.ErrCostExceedsBurst)
-	require.ErrorIs(t, sluice.ScriptError(errors.New("SLUICE_COST_EXCEEDS_BURST x")), sluice.ErrInvalidCost)
-	require.ErrorIs(t, sluice.ScriptError(errors.New("SLUICE_INVALID_STATE x")), sluice.ErrKeyConflict)
-	require.ErrorIs(t, sluice.ScriptError(errors.New("store: WRONGTYPE Operation against a key holding the wrong kind of value")), sluice.ErrKeyConflict)
-	require.ErrorIs(t, sluice.ScriptError(errors.New("CROSSSLOT Keys in request don't hash to the same slot")), sluice.ErrCrossSlot)
-	// A code elsewhere in the text (in a key name, say) is not a code.
-	other := errors.New("ERR unknown command 'x SLUICE_INVALID_LIMIT'")
-	require.Equal(t, other, sluice.ScriptError(other))
-	require.ErrorIs(t, sluice.ValidateKey(""), sluice.ErrInvalidKey)
-	require.NoError(t, sluice.ValidateKey("k"))
-}
-
 // TestAPeriodOfPartMicrosecondsIsRefused: the scripts count in whole
 // microseconds, so a Period with a fraction of one would be truncated and
 // enforced above the limit (1000 per 1.0005 ms as 1000 per 1000 µs).

@@ -2,6 +2,7 @@ package coalesce_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/coalesce"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/sluicetest"
 )
 
@@ -25,21 +27,35 @@ func (batchOnly) AllowBatch(_ context.Context, reqs []sluice.Request) ([]sluice.
 
 var capLimit = sluice.PerSecond(10)
 
-var leaseReq = sluice.LeaseRequest{Key: "k", Limit: capLimit, Holder: 42, Cost: 2, Extra: 5, Held: 1, Hold: 100 * time.Millisecond}
+var leaseReq = ext.LeaseRequest{Key: "k", Limit: capLimit, Holder: 42, Cost: 2, Extra: 5, Held: 1, Hold: 100 * time.Millisecond}
 
 func TestNewNeedsBatchesAndNamesBothLayers(t *testing.T) {
 	_, err := coalesce.New(sluicetest.AllowOnly{})
 	require.ErrorIs(t, err, sluice.ErrUnsupported)
-	for _, want := range []string{"coalesce", "sluicetest.AllowOnly", "batch"} {
+	for _, want := range []string{"coalesce", "sluicetest.AllowOnly", "sluice.BatchLimiter"} {
 		require.ErrorContains(t, err, want)
 	}
+	require.EqualError(t, err, "coalesce: sluice: the wrapped limiter does not support this: "+
+		"coalesce cannot wrap sluicetest.AllowOnly, which is no sluice.BatchLimiter")
 }
 
 func TestOverBatchesOnlyEveryOtherCapabilityIsUnsupported(t *testing.T) {
 	l, err := coalesce.New(batchOnly{})
 	require.NoError(t, err)
-	require.Equal(t, sluice.CanBatch, l.Capabilities())
-	sluicetest.RequireUnsupported(t, l, "coalesce", "batchOnly")
+	require.Equal(t, []string{"batch"}, sluicetest.Capabilities(t, batchOnly{}))
+	require.Equal(t, sluicetest.Capabilities(t, batchOnly{}), sluicetest.Capabilities(t, l),
+		"exactly what the wrapped limiter serves")
+	requireNotClaimed(t, l)
+	_, ok := sluice.As[sluice.Refunder](l)
+	require.False(t, ok)
+	_, ok = sluice.As[sluice.Resetter](l)
+	require.False(t, ok)
+	_, ok = sluice.As[sluice.Bounded](l)
+	require.False(t, ok)
+	_, ok = sluice.As[ext.Leaser](l)
+	require.False(t, ok)
+	_, ok = sluice.As[ext.LeaseBatcher](l)
+	require.False(t, ok)
 
 	results, err := l.AllowBatch(t.Context(), []sluice.Request{{Key: "k", Limit: capLimit, N: 1}})
 	require.NoError(t, err)
@@ -49,14 +65,77 @@ func TestOverBatchesOnlyEveryOtherCapabilityIsUnsupported(t *testing.T) {
 func TestLeaseAndReleaseReachTheLeaserUnchanged(t *testing.T) {
 	next := &sluicetest.RecordingLeaser{
 		Next:  batchOnly{},
-		Grant: sluice.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
+		Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
 		Freed: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 7},
 	}
 	l, err := coalesce.New(next)
 	require.NoError(t, err)
-	require.Equal(t, sluice.CanBatch|sluice.CanLease, l.Capabilities())
-	require.True(t, sluice.Supports(l, sluice.CanLease))
+	requireNotClaimed(t, l)
+	le, ok := sluice.As[ext.Leaser](l)
+	require.True(t, ok)
 
-	next.RequireLeaseForwarded(t, l, leaseReq, 3)
+	next.RequireLeaseForwarded(t, le, leaseReq, 3)
 	require.Equal(t, coalesce.Stats{}, l.Stats(), "leases are neither AllowN calls nor batches")
+	require.Zero(t, next.Allows(), "nor AllowN calls to the wrapped limiter")
+
+	// Checked last: Capabilities leases and releases through l too.
+	require.Equal(t, []string{"batch", "lease"}, sluicetest.Capabilities(t, l))
+	require.Equal(t, sluicetest.Capabilities(t, next), sluicetest.Capabilities(t, l),
+		"exactly what the wrapped limiter serves")
+}
+
+// requireNotClaimed requires that l's own type claims no capability but
+// batches, which a coalesce.Limiter always serves: the others it serves
+// only through sluice.As, when the wrapped limiter does.
+func requireNotClaimed(t *testing.T, l *coalesce.Limiter) {
+	t.Helper()
+	var lim sluice.Limiter = l
+	_, ok := lim.(sluice.BatchLimiter)
+	require.True(t, ok, "AllowBatch is always served")
+	_, ok = lim.(sluice.Refunder)
+	require.False(t, ok)
+	_, ok = lim.(sluice.Resetter)
+	require.False(t, ok)
+	_, ok = lim.(sluice.Bounded)
+	require.False(t, ok)
+	_, ok = lim.(ext.Leaser)
+	require.False(t, ok)
+	_, ok = lim.(ext.LeaseBatcher)
+	require.False(t, ok)
+}
+
+// batchLeaser takes batches of decisions and of leases, recording each
+// batch of leases and answering it with results.
+type batchLeaser struct {
+	batchOnly
+	results []ext.LeaseResult
+	batches [][]ext.LeaseRequest
+}
+
+func (b *batchLeaser) LeaseBatch(_ context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
+	b.batches = append(b.batches, slices.Clone(reqs))
+	return slices.Clone(b.results), nil
+}
+
+func TestLeaseBatchReachesTheLeaserUnchanged(t *testing.T) {
+	next := &batchLeaser{results: []ext.LeaseResult{
+		{Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond}},
+		{Err: sluice.ErrInvalidCost},
+	}}
+	l, err := coalesce.New(next)
+	require.NoError(t, err)
+	requireNotClaimed(t, l)
+	_, ok := sluice.As[ext.Leaser](l)
+	require.False(t, ok, "batches of leases, not single leases")
+	lb, ok := sluice.As[ext.LeaseBatcher](l)
+	require.True(t, ok)
+
+	reqs := []ext.LeaseRequest{leaseReq, {Key: "k2", Limit: capLimit, Holder: 43, Cost: 1, Hold: time.Second}}
+	results, err := lb.LeaseBatch(t.Context(), reqs)
+	require.NoError(t, err)
+	require.Equal(t, next.results, results, "the results come back unchanged")
+	require.Equal(t, [][]ext.LeaseRequest{reqs}, next.batches, "one call, the requests unchanged")
+	require.Equal(t, coalesce.Stats{}, l.Stats(), "leases are neither AllowN calls nor batches")
+
+	require.Equal(t, []string{"batch", "leasebatch"}, sluicetest.Capabilities(t, l))
 }

@@ -3,7 +3,7 @@
 // the store as one batch ([sluice.BatchLimiter]), one script call for up to
 // [sluice.MaxBatch] decisions.
 //
-// [New] wraps a limiter that takes batches ([sluice.CanBatch]: every
+// [New] wraps a limiter that takes batches ([sluice.BatchLimiter]: every
 // Sluice algorithm, or a decorator over one) and refuses any other. No
 // timer: a call goes straight through while fewer than [WithMaxInFlight]
 // calls are in flight (default [DefaultMaxInFlight]), so a lone caller
@@ -15,7 +15,8 @@
 // clock. A denial is still a Decision, an invalid request gets its own
 // error while the others are decided, and a batch that fails fails each of
 // its calls with that error.
-// AllowBatch, Refund, Reset, Capacity, Lease and Release pass unchanged.
+// AllowBatch, Refund, Reset, Capacity, Lease, Release and LeaseBatch pass
+// unchanged.
 //
 // On Redis Cluster a batch's keys must share a slot: the decorator detects
 // a Cluster and then batches only keys of one hash tag ([sluice.Key] writes
@@ -34,8 +35,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/batching"
-	"github.com/sluicehq/sluice/internal/forward"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/batching"
 )
 
 // DefaultMaxInFlight is how many calls to the wrapped limiter may be in
@@ -92,11 +93,13 @@ func ByHashTag() Option {
 
 // Limiter decides concurrent AllowN calls in shared batches, each exactly
 // as the limiter it wraps would decide it alone. It forwards AllowBatch,
-// Refund, Reset, Capacity, Lease and Release unchanged (not batched), and
-// serves every capability the wrapped limiter serves. It is safe for
+// Refund, Reset, Capacity, Lease, Release and LeaseBatch unchanged (not
+// batched), and serves every capability the wrapped limiter serves (see
+// [sluice.As]). It is safe for
 // concurrent use.
 type Limiter struct {
-	next        batching.Next
+	next        sluice.Limiter
+	batch       sluice.BatchLimiter // next's
 	maxInFlight int
 	maxBatch    int
 	sender      *batching.Sender // sends batches, and knows whether to group them by hash tag
@@ -109,9 +112,10 @@ type Limiter struct {
 }
 
 // New returns a Limiter that coalesces calls to next, which must take
-// batches ([sluice.CanBatch]), as every Sluice algorithm does.
+// batches ([sluice.BatchLimiter]), as every Sluice algorithm does.
 func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
-	if err := sluice.RequireCapabilities("coalesce", next, sluice.CanBatch); err != nil {
+	batch, err := ext.Require[sluice.BatchLimiter]("coalesce", next)
+	if err != nil {
 		return nil, err
 	}
 	c := config{maxInFlight: DefaultMaxInFlight, maxBatch: sluice.MaxBatch}
@@ -123,8 +127,8 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
-	b := next.(batching.Next) // RequireCapabilities checked CanBatch
-	return &Limiter{next: b, maxInFlight: c.maxInFlight, maxBatch: c.maxBatch, sender: batching.NewSender(b, c.byTag)}, nil
+	return &Limiter{next: next, batch: batch, maxInFlight: c.maxInFlight, maxBatch: c.maxBatch,
+		sender: batching.NewSender(next, batch, c.byTag)}, nil
 }
 
 // waiter is one queued call.
@@ -166,7 +170,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 		return l.direct(ctx, key, limit, n)
 	}
 	w := waiterPool.Get().(*waiter)
-	w.ctx, w.req, w.tag = ctx, sluice.Request{Key: key, Limit: limit, N: n}, batching.HashTag(key)
+	w.ctx, w.req, w.tag = ctx, sluice.Request{Key: key, Limit: limit, N: n}, ext.HashTag(key)
 	l.queue = append(l.queue, w)
 	l.mu.Unlock()
 
@@ -232,60 +236,93 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
 	}
-	return l.next.AllowBatch(ctx, reqs)
+	return l.batch.AllowBatch(ctx, reqs)
 }
 
-// Capabilities reports what the Limiter serves: batches, and whatever else
-// the limiter it wraps serves (see [sluice.Capabler]).
-func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesOf(l.next) }
+// As finds the optional interfaces the wrapped limiter serves (see
+// [sluice.As]): the Limiter serves them too, through itself.
+func (l *Limiter) As(target any) bool { return ext.Forward(target, l.next, forwarded{l}) }
+
+// forwarded holds the methods of the optional interfaces, served only
+// when the wrapped limiter serves them.
+type forwarded struct{ *Limiter }
 
 // Refund passes a refund straight to the wrapped limiter (refunds are
 // rare; they are not batched).
-func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+func (l forwarded) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
-	return forward.Refund(ctx, "coalesce", l.next, key, limit, n)
+	inner, err := ext.Require[sluice.Refunder]("coalesce", l.next)
+	if err != nil {
+		return sluice.Decision{}, err
+	}
+	return inner.Refund(ctx, key, limit, n)
 }
 
 // Reset passes a reset straight to the wrapped limiter.
-func (l *Limiter) Reset(ctx context.Context, key string) error {
+func (l forwarded) Reset(ctx context.Context, key string) error {
 	if ctx == nil {
 		return sluice.ErrNilContext
 	}
-	return forward.Reset(ctx, "coalesce", l.next, key)
+	inner, err := ext.Require[sluice.Resetter]("coalesce", l.next)
+	if err != nil {
+		return err
+	}
+	return inner.Reset(ctx, key)
 }
 
 // Capacity returns the wrapped limiter's capacity: coalescing changes no
 // decision.
-func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
-	return forward.Capacity("coalesce", l.next, key, limit)
+func (l forwarded) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return ext.Capacity(l.next, key, limit)
 }
 
 // Lease passes a lease request straight to the wrapped limiter: leases
 // are not batched (a lease decorator already makes them rare).
-func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+func (l forwarded) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, error) {
 	if ctx == nil {
-		return sluice.Grant{}, sluice.ErrNilContext
+		return ext.Grant{}, sluice.ErrNilContext
 	}
-	return forward.Lease(ctx, "coalesce", l.next, req)
+	inner, err := ext.Require[ext.Leaser]("coalesce", l.next)
+	if err != nil {
+		return ext.Grant{}, err
+	}
+	return inner.Lease(ctx, req)
+}
+
+// LeaseBatch passes many lease requests straight to the wrapped limiter,
+// in one call.
+func (l forwarded) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
+	inner, err := ext.Require[ext.LeaseBatcher]("coalesce", l.next)
+	if err != nil {
+		return nil, err
+	}
+	return inner.LeaseBatch(ctx, reqs)
 }
 
 // Release passes a release straight to the wrapped limiter.
-func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+func (l forwarded) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
-	return forward.Release(ctx, "coalesce", l.next, key, limit, holder, unspent)
+	inner, err := ext.Require[ext.Leaser]("coalesce", l.next)
+	if err != nil {
+		return sluice.Decision{}, err
+	}
+	return inner.Release(ctx, key, limit, holder, unspent)
 }
 
 var (
-	_ sluice.Capabler     = (*Limiter)(nil)
-	_ sluice.BatchLimiter = (*Limiter)(nil)
-	_ sluice.Refunder     = (*Limiter)(nil)
-	_ sluice.Resetter     = (*Limiter)(nil)
-	_ sluice.Bounded      = (*Limiter)(nil)
-	_ sluice.Leaser       = (*Limiter)(nil)
+	_ sluice.BatchLimiter = forwarded{}
+	_ sluice.Refunder     = forwarded{}
+	_ sluice.Resetter     = forwarded{}
+	_ sluice.Bounded      = forwarded{}
+	_ ext.Leaser          = forwarded{}
+	_ ext.LeaseBatcher    = forwarded{}
 )
 
 // Stats counts what the Limiter did since New.

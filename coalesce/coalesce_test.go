@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/algorithms/slidinglog"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/coalesce"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/memstore"
 )
@@ -167,7 +168,7 @@ func (g *gate) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.
 	}
 	if g.crossSlot {
 		for _, r := range reqs[1:] {
-			if sluice.HashSlot(r.Key) != sluice.HashSlot(reqs[0].Key) {
+			if ext.HashSlot(r.Key) != ext.HashSlot(reqs[0].Key) {
 				return nil, fmt.Errorf("gate: %w", sluice.ErrCrossSlot)
 			}
 		}
@@ -371,7 +372,7 @@ func TestACrossSlotBatchIsSplitByTag(t *testing.T) {
 	require.Len(t, sent, 2, "then once per tag")
 	for _, keys := range sent {
 		for _, k := range keys[1:] {
-			require.Equal(t, sluice.HashSlot(keys[0]), sluice.HashSlot(k))
+			require.Equal(t, ext.HashSlot(keys[0]), ext.HashSlot(k))
 		}
 	}
 }
@@ -414,23 +415,41 @@ func TestRefundAndResetPassThrough(t *testing.T) {
 	require.NoError(t, err)
 	l, err := coalesce.New(tb)
 	require.NoError(t, err)
+	other, err := tokenbucket.New(memstore.New()) // Capabilities spends on its own key "k"
+	require.NoError(t, err)
+	full, err := coalesce.New(other)
+	require.NoError(t, err)
+	require.Equal(t, []string{"refund", "reset", "batch", "bound", "lease", "leasebatch"},
+		sluicetest.Capabilities(t, full), "every capability of the token bucket")
 	lim := sluice.PerSecond(5)
 	d, err := l.AllowN(t.Context(), "k", lim, 3)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, d.Remaining)
-	d, err = l.Refund(t.Context(), "k", lim, 2)
+	r, ok := sluice.As[sluice.Refunder](l)
+	require.True(t, ok)
+	d, err = r.Refund(t.Context(), "k", lim, 2)
 	require.NoError(t, err)
 	require.EqualValues(t, 4, d.Remaining)
-	require.NoError(t, l.Reset(t.Context(), "k"))
+	rs, ok := sluice.As[sluice.Resetter](l)
+	require.True(t, ok)
+	require.NoError(t, rs.Reset(t.Context(), "k"))
 	d, err = l.AllowN(t.Context(), "k", lim, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 5, d.Remaining)
+	require.Equal(t, coalesce.Stats{Calls: 2}, l.Stats(), "refunds and resets are neither AllowN calls nor batches")
 
 	bare, err := coalesce.New(struct{ batchNext }{tb}) // no Refund, no Reset
 	require.NoError(t, err)
-	_, err = bare.Refund(t.Context(), "k", lim, 1)
-	require.ErrorContains(t, err, "cannot refund")
-	require.ErrorContains(t, bare.Reset(t.Context(), "k"), "cannot reset")
+	_, ok = sluice.As[sluice.Refunder](bare)
+	require.False(t, ok, "no refunds over a limiter without them")
+	_, ok = sluice.As[sluice.Resetter](bare)
+	require.False(t, ok, "no resets over a limiter without them")
+	var lim2 sluice.Limiter = bare
+	_, ok = lim2.(sluice.Refunder)
+	require.False(t, ok)
+	_, ok = lim2.(sluice.Resetter)
+	require.False(t, ok)
+	require.Equal(t, []string{"batch"}, sluicetest.Capabilities(t, bare))
 }
 
 func TestByHashTagKeepsUntaggedKeysAlone(t *testing.T) {
@@ -453,7 +472,7 @@ func TestByHashTagKeepsUntaggedKeysAlone(t *testing.T) {
 	for _, b := range g.batches[1:] {
 		sizes = append(sizes, len(b))
 		for _, r := range b[1:] {
-			require.Equal(t, sluice.HashSlot(b[0].Key), sluice.HashSlot(r.Key))
+			require.Equal(t, ext.HashSlot(b[0].Key), ext.HashSlot(r.Key))
 		}
 	}
 	require.ElementsMatch(t, []int{2, 1, 1, 1}, sizes, "t1's two keys together, the rest alone")

@@ -85,7 +85,8 @@ func Example_refund() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(sluice.CapabilitiesOf(limiter), sluice.Supports(limiter, sluice.CanRefund))
+	refunder, ok := sluice.As[sluice.Refunder](limiter) // through the decorator
+	fmt.Println("refunds:", ok)
 
 	key, limit := sluice.Key("tenant:42", "export"), sluice.PerMinute(10)
 	d, err := limiter.AllowN(ctx, key, limit, 5) // an estimated cost
@@ -93,13 +94,13 @@ func Example_refund() {
 		panic(err)
 	}
 	fmt.Println("remaining:", d.Remaining)
-	d, err = limiter.Refund(ctx, key, limit, 3) // the request used 2
+	d, err = refunder.Refund(ctx, key, limit, 3) // the request used 2
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("after the refund:", d.Remaining)
 	// Output:
-	// refund|reset|batch|bound|lease true
+	// refunds: true
 	// remaining: 5
 	// after the refund: 8
 }

@@ -2,6 +2,7 @@ package denycache_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/denycache"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/sluicetest"
 )
 
@@ -21,17 +23,30 @@ func (denyAll) AllowN(_ context.Context, _ string, limit sluice.Limit, _ int64) 
 
 // newLeaser denies every AllowN (for a second) and serves leases,
 // recording every call.
-func newLeaser(grant sluice.Grant, freed sluice.Decision) *sluicetest.RecordingLeaser {
+func newLeaser(grant ext.Grant, freed sluice.Decision) *sluicetest.RecordingLeaser {
 	return &sluicetest.RecordingLeaser{Next: denyAll{}, Grant: grant, Freed: freed}
 }
 
-var leaseReq = sluice.LeaseRequest{Key: "k", Limit: limit, Holder: 42, Cost: 2, Extra: 5, Held: 1, Hold: 100 * time.Millisecond}
+var leaseReq = ext.LeaseRequest{Key: "k", Limit: limit, Holder: 42, Cost: 2, Extra: 5, Held: 1, Hold: 100 * time.Millisecond}
 
 func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
 	l, err := denycache.New(sluicetest.AllowOnly{})
 	require.NoError(t, err)
-	require.Equal(t, sluice.Capability(0), l.Capabilities())
-	sluicetest.RequireUnsupported(t, l, "denycache", "sluicetest.AllowOnly")
+	require.Empty(t, sluicetest.Capabilities(t, sluicetest.AllowOnly{}))
+	require.Empty(t, sluicetest.Capabilities(t, l), "exactly what the wrapped limiter serves: nothing")
+	requireNotClaimed(t, l)
+	_, ok := sluice.As[sluice.Refunder](l)
+	require.False(t, ok)
+	_, ok = sluice.As[sluice.Resetter](l)
+	require.False(t, ok)
+	_, ok = sluice.As[sluice.BatchLimiter](l)
+	require.False(t, ok)
+	_, ok = sluice.As[sluice.Bounded](l)
+	require.False(t, ok)
+	_, ok = sluice.As[ext.Leaser](l)
+	require.False(t, ok)
+	_, ok = sluice.As[ext.LeaseBatcher](l)
+	require.False(t, ok)
 
 	d, err := l.AllowN(t.Context(), "k", limit, 1)
 	require.NoError(t, err)
@@ -40,12 +55,14 @@ func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
 
 func TestLeaseAndReleaseReachTheLeaserUnchanged(t *testing.T) {
 	next := newLeaser(
-		sluice.Grant{Decision: sluice.Decision{Allowed: true, Limit: limit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
+		ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: limit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
 		sluice.Decision{Allowed: true, Limit: limit, Remaining: 7},
 	)
 	l, err := denycache.New(next)
 	require.NoError(t, err)
-	require.Equal(t, sluice.CanLease, l.Capabilities())
+	requireNotClaimed(t, l)
+	le, ok := sluice.As[ext.Leaser](l)
+	require.True(t, ok)
 
 	// A remembered denial of the same cost answers AllowN locally, but
 	// never a lease.
@@ -57,31 +74,117 @@ func TestLeaseAndReleaseReachTheLeaserUnchanged(t *testing.T) {
 	require.Equal(t, 1, next.Allows(), "the second denial was local")
 	require.Equal(t, 1, l.Len())
 
-	g, err := l.Lease(t.Context(), leaseReq)
+	g, err := le.Lease(t.Context(), leaseReq)
 	require.NoError(t, err)
 	require.Equal(t, next.Grant, g)
-	require.Equal(t, []sluice.LeaseRequest{leaseReq}, next.Leases())
+	require.Equal(t, []ext.LeaseRequest{leaseReq}, next.Leases())
 	require.Zero(t, l.Len(), "a lease that took tokens forgets the denials, as an allowed AllowN does")
 
 	_, err = l.AllowN(t.Context(), "k", limit, 2)
 	require.NoError(t, err)
 	require.Equal(t, 1, l.Len())
-	d, err = l.Release(t.Context(), "k", limit, 42, 3)
+	d, err = le.Release(t.Context(), "k", limit, 42, 3)
 	require.NoError(t, err)
 	require.Equal(t, next.Freed, d)
 	require.Equal(t, []sluicetest.ReleaseCall{{Key: "k", Limit: limit, Holder: 42, Unspent: 3}}, next.Releases())
 	require.Zero(t, l.Len(), "a release gives tokens back: the key's denials are forgotten")
+
+	// Checked last: Capabilities leases and releases through l too.
+	require.Equal(t, []string{"lease"}, sluicetest.Capabilities(t, l))
+	require.Equal(t, sluicetest.Capabilities(t, next), sluicetest.Capabilities(t, l),
+		"exactly what the wrapped limiter serves")
+}
+
+// requireNotClaimed requires that l's own type claims no capability: a
+// denycache.Limiter serves each only through sluice.As, when the wrapped
+// limiter does.
+func requireNotClaimed(t *testing.T, l *denycache.Limiter) {
+	t.Helper()
+	var lim sluice.Limiter = l
+	_, ok := lim.(sluice.Refunder)
+	require.False(t, ok)
+	_, ok = lim.(sluice.Resetter)
+	require.False(t, ok)
+	_, ok = lim.(sluice.BatchLimiter)
+	require.False(t, ok)
+	_, ok = lim.(sluice.Bounded)
+	require.False(t, ok)
+	_, ok = lim.(ext.Leaser)
+	require.False(t, ok)
+	_, ok = lim.(ext.LeaseBatcher)
+	require.False(t, ok)
 }
 
 func TestADeniedLeaseIsNotRemembered(t *testing.T) {
-	next := newLeaser(sluice.Grant{Decision: sluice.Decision{Limit: limit, RetryAfter: time.Second}}, sluice.Decision{})
+	next := newLeaser(ext.Grant{Decision: sluice.Decision{Limit: limit, RetryAfter: time.Second}}, sluice.Decision{})
 	l, err := denycache.New(next)
 	require.NoError(t, err)
+	le, ok := sluice.As[ext.Leaser](l)
+	require.True(t, ok)
 	for range 3 {
-		g, err := l.Lease(t.Context(), leaseReq)
+		g, err := le.Lease(t.Context(), leaseReq)
 		require.NoError(t, err)
 		require.False(t, g.Allowed)
 	}
 	require.Len(t, next.Leases(), 3, "every lease reached the wrapped limiter")
 	require.Zero(t, l.Len())
+}
+
+// batchLeaser denies every AllowN (for a second) and serves batches of
+// leases only: it records each batch and answers with results.
+type batchLeaser struct {
+	denyAll
+	results []ext.LeaseResult
+	batches [][]ext.LeaseRequest
+}
+
+func (b *batchLeaser) LeaseBatch(_ context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
+	b.batches = append(b.batches, slices.Clone(reqs))
+	return slices.Clone(b.results), nil
+}
+
+// TestLeaseBatchReachesTheLeaserAndForgetsAsLeaseDoes: every request of a
+// batch of leases goes to the wrapped limiter, a remembered denial
+// notwithstanding, and each lease that took tokens forgets its key's
+// denials under its limit; a denied lease, one that took nothing and one
+// that failed forget nothing.
+func TestLeaseBatchReachesTheLeaserAndForgetsAsLeaseDoes(t *testing.T) {
+	next := &batchLeaser{results: []ext.LeaseResult{
+		{Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: limit, Remaining: 3}, Extra: 5}},
+		{Grant: ext.Grant{Decision: sluice.Decision{Limit: limit, RetryAfter: time.Second}}},
+		{Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: limit, Remaining: 9}}},
+		{Err: sluice.ErrInvalidCost},
+	}}
+	l, err := denycache.New(next)
+	require.NoError(t, err)
+	requireNotClaimed(t, l)
+	_, ok := sluice.As[ext.Leaser](l)
+	require.False(t, ok, "batches of leases, not single leases")
+	lb, ok := sluice.As[ext.LeaseBatcher](l)
+	require.True(t, ok)
+
+	keys := []string{"took", "denied", "nothing", "failed"}
+	for _, k := range keys {
+		d, err := l.AllowN(t.Context(), k, limit, 2)
+		require.NoError(t, err)
+		require.False(t, d.Allowed)
+	}
+	require.Equal(t, 4, l.Len())
+
+	reqs := make([]ext.LeaseRequest, len(keys))
+	for i, k := range keys {
+		reqs[i] = ext.LeaseRequest{Key: k, Limit: limit, Holder: int64(i + 1), Cost: 2, Extra: 5, Hold: time.Second}
+	}
+	reqs[2].Cost, reqs[2].Extra = 0, 0 // a lease that takes no token
+	results, err := lb.LeaseBatch(t.Context(), reqs)
+	require.NoError(t, err)
+	require.Equal(t, next.results, results, "the results come back unchanged")
+	require.Equal(t, [][]ext.LeaseRequest{reqs}, next.batches, "every request, remembered denials notwithstanding")
+	require.Equal(t, 3, l.Len(), "only the lease that took tokens forgot its key's denials")
+	d, err := l.AllowN(t.Context(), "denied", limit, 2)
+	require.NoError(t, err)
+	require.False(t, d.Allowed, "still remembered")
+	require.Equal(t, 3, l.Len())
+
+	require.Equal(t, []string{"leasebatch"}, sluicetest.Capabilities(t, l))
 }

@@ -9,7 +9,7 @@
 // store said); another cost, a peek, and anything after the entry expires
 // go to the wrapped limiter. When the store allows any request on the key,
 // its remembered denials are forgotten (they would understate the wait).
-// Keys live in a bounded LRU ([WithCapacity]). Leases ([sluice.Leaser])
+// Keys live in a bounded LRU ([WithCapacity]). Leases ([ext.Leaser])
 // always go to the wrapped limiter: they are neither answered nor
 // remembered here.
 //
@@ -33,7 +33,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/forward"
+	"github.com/sluicehq/sluice/ext"
 )
 
 // Defaults, each overridable with an option.
@@ -46,8 +46,9 @@ const (
 
 // Limiter remembers the AllowN and AllowBatch denials of the limiter it
 // wraps and repeats them locally until they expire; it forwards Refund,
-// Reset, Capacity, Lease and Release (always to the wrapped limiter), and
-// serves every capability the wrapped limiter serves. It is safe for
+// Reset, Capacity, Lease, Release and LeaseBatch (always to the wrapped
+// limiter), and serves every capability the wrapped limiter serves (see
+// [sluice.As]). It is safe for
 // concurrent use.
 type Limiter struct {
 	next     sluice.Limiter
@@ -128,7 +129,7 @@ func WithClock(c sluice.Clock) Option {
 // New returns a Limiter remembering the denials of next. It serves every
 // capability next serves.
 func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
-	if err := sluice.RequireCapabilities("denycache", next, 0); err != nil {
+	if err := ext.RequireNext("denycache", next); err != nil {
 		return nil, err
 	}
 	c := config{clock: sluice.SystemClock{}, capacity: DefaultCapacity, maxStale: DefaultMaxStale}
@@ -246,44 +247,51 @@ func (l *Limiter) forget(key string) {
 	}
 }
 
-// Capabilities reports what the Limiter serves: what the limiter it wraps
-// serves (see [sluice.Capabler]).
-func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesOf(l.next) }
+// As finds the optional interfaces the wrapped limiter serves (see
+// [sluice.As]): the Limiter serves them too, through itself.
+func (l *Limiter) As(target any) bool { return ext.Forward(target, l.next, forwarded{l}) }
+
+// forwarded holds the methods of the optional interfaces, served only
+// when the wrapped limiter serves them.
+type forwarded struct{ *Limiter }
 
 // Refund forgets key's denials (the refund makes room they do not know
 // of) and passes the refund to the wrapped limiter.
-func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+func (l forwarded) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
-	if !sluice.Supports(l.next, sluice.CanRefund) {
-		return sluice.Decision{}, sluice.Unsupported("denycache", sluice.CanRefund, l.next)
+	inner, err := ext.Require[sluice.Refunder]("denycache", l.next)
+	if err != nil {
+		return sluice.Decision{}, err
 	}
 	l.forget(key)
-	return forward.Refund(ctx, "denycache", l.next, key, limit, n)
+	return inner.Refund(ctx, key, limit, n)
 }
 
 // Reset forgets key's denials and passes the reset to the wrapped limiter.
-func (l *Limiter) Reset(ctx context.Context, key string) error {
+func (l forwarded) Reset(ctx context.Context, key string) error {
 	if ctx == nil {
 		return sluice.ErrNilContext
 	}
-	if !sluice.Supports(l.next, sluice.CanReset) {
-		return sluice.Unsupported("denycache", sluice.CanReset, l.next)
+	inner, err := ext.Require[sluice.Resetter]("denycache", l.next)
+	if err != nil {
+		return err
 	}
 	l.forget(key)
-	return forward.Reset(ctx, "denycache", l.next, key)
+	return inner.Reset(ctx, key)
 }
 
 // AllowBatch decides each request as AllowN would: a request a remembered
 // denial covers is denied locally, and the others go to the wrapped
 // limiter as one batch, whose denials are remembered in turn.
-func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+func (l forwarded) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
 	}
-	if !sluice.Supports(l.next, sluice.CanBatch) {
-		return nil, sluice.Unsupported("denycache", sluice.CanBatch, l.next)
+	inner, err := ext.Require[sluice.BatchLimiter]("denycache", l.next)
+	if err != nil {
+		return nil, err
 	}
 	results := make([]sluice.Result, len(reqs))
 	var sent []sluice.Request
@@ -301,7 +309,7 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 	if len(sent) == 0 {
 		return results, nil
 	}
-	out, err := forward.AllowBatch(ctx, "denycache", l.next, sent)
+	out, err := inner.AllowBatch(ctx, sent)
 	if err != nil {
 		var reqErr *sluice.RequestError
 		if errors.As(err, &reqErr) && reqErr.Index >= 0 && reqErr.Index < len(at) {
@@ -323,8 +331,8 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 
 // Capacity returns the wrapped limiter's capacity: remembering denials
 // changes no decision.
-func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
-	return forward.Capacity("denycache", l.next, key, limit)
+func (l forwarded) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return ext.Capacity(l.next, key, limit)
 }
 
 // Lease always passes the lease request to the wrapped limiter: a lease
@@ -332,37 +340,65 @@ func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
 // denial knows nothing of, so none answers it, and a lease's denials are
 // not remembered. A lease that takes tokens forgets the key's remembered
 // denials under its limit, as an allowed AllowN does.
-func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+func (l forwarded) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, error) {
 	if ctx == nil {
-		return sluice.Grant{}, sluice.ErrNilContext
+		return ext.Grant{}, sluice.ErrNilContext
 	}
-	g, err := forward.Lease(ctx, "denycache", l.next, req)
+	inner, err := ext.Require[ext.Leaser]("denycache", l.next)
+	if err != nil {
+		return ext.Grant{}, err
+	}
+	g, err := inner.Lease(ctx, req)
 	if err == nil && g.Allowed && req.Cost+g.Extra > 0 {
 		l.drop(entryKey{req.Key, req.Limit})
 	}
 	return g, err
 }
 
+// LeaseBatch passes many lease requests to the wrapped limiter in one
+// call, as Lease passes one: none is answered by a remembered denial, and
+// each that takes tokens forgets its key's denials under its limit.
+func (l forwarded) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
+	inner, err := ext.Require[ext.LeaseBatcher]("denycache", l.next)
+	if err != nil {
+		return nil, err
+	}
+	out, err := inner.LeaseBatch(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range out {
+		if i < len(reqs) && r.Err == nil && r.Allowed && reqs[i].Cost+r.Extra > 0 {
+			l.drop(entryKey{reqs[i].Key, reqs[i].Limit})
+		}
+	}
+	return out, nil
+}
+
 // Release forgets key's denials (the tokens given back make room they do
 // not know of) and passes the release to the wrapped limiter.
-func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+func (l forwarded) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
-	if !sluice.Supports(l.next, sluice.CanLease) {
-		return sluice.Decision{}, sluice.Unsupported("denycache", sluice.CanLease, l.next)
+	inner, err := ext.Require[ext.Leaser]("denycache", l.next)
+	if err != nil {
+		return sluice.Decision{}, err
 	}
 	l.forget(key)
-	return forward.Release(ctx, "denycache", l.next, key, limit, holder, unspent)
+	return inner.Release(ctx, key, limit, holder, unspent)
 }
 
 var (
-	_ sluice.Capabler     = (*Limiter)(nil)
-	_ sluice.BatchLimiter = (*Limiter)(nil)
-	_ sluice.Refunder     = (*Limiter)(nil)
-	_ sluice.Resetter     = (*Limiter)(nil)
-	_ sluice.Bounded      = (*Limiter)(nil)
-	_ sluice.Leaser       = (*Limiter)(nil)
+	_ sluice.BatchLimiter = forwarded{}
+	_ sluice.Refunder     = forwarded{}
+	_ sluice.Resetter     = forwarded{}
+	_ sluice.Bounded      = forwarded{}
+	_ ext.Leaser          = forwarded{}
+	_ ext.LeaseBatcher    = forwarded{}
 )
 
 // Len returns the number of keys with remembered denials.

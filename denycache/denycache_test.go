@@ -92,6 +92,10 @@ func TestCallsToTheStore(t *testing.T) {
 }
 
 func TestRefundAndResetForget(t *testing.T) {
+	other, _, _ := setup(t) // Capabilities spends on its own key "k"
+	require.Equal(t, []string{"refund", "reset", "batch", "bound", "lease", "leasebatch"},
+		sluicetest.Capabilities(t, other), "every capability of the token bucket")
+
 	l, store, _ := setup(t)
 	_, err := l.AllowN(t.Context(), "k", limit, 10)
 	require.NoError(t, err)
@@ -100,7 +104,9 @@ func TestRefundAndResetForget(t *testing.T) {
 	require.False(t, d.Allowed)
 	require.Equal(t, 1, l.Len())
 
-	_, err = l.Refund(t.Context(), "k", limit, 5)
+	r, ok := sluice.As[sluice.Refunder](l)
+	require.True(t, ok)
+	_, err = r.Refund(t.Context(), "k", limit, 5)
 	require.NoError(t, err)
 	require.Equal(t, 0, l.Len(), "a refund through the cache forgets the denial")
 	d, err = l.AllowN(t.Context(), "k", limit, 1)
@@ -109,7 +115,9 @@ func TestRefundAndResetForget(t *testing.T) {
 
 	_, err = l.AllowN(t.Context(), "k", limit, 10)
 	require.NoError(t, err)
-	require.NoError(t, l.Reset(t.Context(), "k"))
+	rs, ok := sluice.As[sluice.Resetter](l)
+	require.True(t, ok)
+	require.NoError(t, rs.Reset(t.Context(), "k"))
 	require.Equal(t, 0, l.Len())
 	before := store.calls.Load()
 	d, err = l.AllowN(t.Context(), "k", limit, 10)

@@ -49,8 +49,9 @@ func Example() {
 
 	// A refund through the decorator makes room, so it forgets the key's
 	// denials.
-	fmt.Println("refund:", sluice.Supports(limiter, sluice.CanRefund))
-	if _, err := limiter.Refund(ctx, key, limit, 1); err != nil {
+	refunder, ok := sluice.As[sluice.Refunder](limiter)
+	fmt.Println("refund:", ok)
+	if _, err := refunder.Refund(ctx, key, limit, 1); err != nil {
 		panic(err)
 	}
 	show()

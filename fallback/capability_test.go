@@ -9,27 +9,62 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
-var leaseReq = sluice.LeaseRequest{Key: "k", Limit: limit, Holder: 42, Cost: 2, Extra: 5, Held: 1, Hold: 100 * time.Millisecond}
+var leaseReq = ext.LeaseRequest{Key: "k", Limit: limit, Holder: 42, Cost: 2, Extra: 5, Held: 1, Hold: 100 * time.Millisecond}
 
 // newLeaser serves leases, recording each lease and release; after Fail,
 // every call fails.
 func newLeaser() *sluicetest.RecordingLeaser {
 	return &sluicetest.RecordingLeaser{
-		Grant: sluice.Grant{Decision: sluice.Decision{Allowed: true, Limit: limit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
+		Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: limit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
 		Freed: sluice.Decision{Allowed: true, Limit: limit, Remaining: 7},
 	}
 }
 
+// requireClaimsNothing requires that l's own type implements none of the
+// optional interfaces: a decorator serves them through sluice.As only,
+// when the limiter it wraps does.
+func requireClaimsNothing(t *testing.T, l sluice.Limiter) {
+	t.Helper()
+	_, ok := l.(sluice.Refunder)
+	require.False(t, ok, "%T claims Refunder", l)
+	_, ok = l.(sluice.Resetter)
+	require.False(t, ok, "%T claims Resetter", l)
+	_, ok = l.(sluice.BatchLimiter)
+	require.False(t, ok, "%T claims BatchLimiter", l)
+	_, ok = l.(sluice.Bounded)
+	require.False(t, ok, "%T claims Bounded", l)
+	_, ok = l.(ext.Leaser)
+	require.False(t, ok, "%T claims Leaser", l)
+	_, ok = l.(ext.LeaseBatcher)
+	require.False(t, ok, "%T claims LeaseBatcher", l)
+}
+
 func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
-	l, err := fallback.New(sluicetest.AllowOnly{})
+	next := sluicetest.AllowOnly{}
+	l, err := fallback.New(next)
 	require.NoError(t, err)
-	require.Equal(t, sluice.Capability(0), l.Capabilities())
-	sluicetest.RequireUnsupported(t, l, "fallback", "sluicetest.AllowOnly")
+	require.Empty(t, sluicetest.Capabilities(t, next))
+	require.Equal(t, sluicetest.Capabilities(t, next), sluicetest.Capabilities(t, l), "exactly what the wrapped limiter serves")
+	require.Empty(t, sluicetest.Capabilities(t, l))
+	requireClaimsNothing(t, l)
+	_, ok := sluice.As[sluice.Refunder](l)
+	require.False(t, ok)
+	_, ok = sluice.As[sluice.Resetter](l)
+	require.False(t, ok)
+	_, ok = sluice.As[sluice.BatchLimiter](l)
+	require.False(t, ok)
+	_, ok = sluice.As[sluice.Bounded](l)
+	require.False(t, ok)
+	_, ok = sluice.As[ext.Leaser](l)
+	require.False(t, ok)
+	_, ok = sluice.As[ext.LeaseBatcher](l)
+	require.False(t, ok)
 	require.Equal(t, fallback.BreakerClosed, l.State(), "an unsupported call is no store failure")
 
 	d, err := l.AllowN(t.Context(), "k", limit, 1)
@@ -37,13 +72,35 @@ func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
 	require.Equal(t, sluice.SourceStore, d.Source, "AllowN is served")
 }
 
+// TestOverAnAlgorithmItServesWhatTheAlgorithmServes: over the token
+// bucket, the Limiter serves exactly what the token bucket serves
+// (refunds, resets, batches, Capacity, leases and batches of leases), each
+// through sluice.As only: its own type claims none.
+func TestOverAnAlgorithmItServesWhatTheAlgorithmServes(t *testing.T) {
+	tb, err := tokenbucket.New(memstore.New())
+	require.NoError(t, err)
+	all := []string{"refund", "reset", "batch", "bound", "lease", "leasebatch"}
+	require.Equal(t, all, sluicetest.Capabilities(t, tb))
+	l, err := fallback.New(tb)
+	require.NoError(t, err)
+	require.Equal(t, all, sluicetest.Capabilities(t, l))
+	requireClaimsNothing(t, l)
+	require.Equal(t, fallback.BreakerClosed, l.State())
+}
+
 func TestLeaseAndReleaseReachTheLeaserUnchanged(t *testing.T) {
 	next := newLeaser()
 	l, err := fallback.New(next)
 	require.NoError(t, err)
-	require.Equal(t, sluice.CanLease, l.Capabilities())
+	requireClaimsNothing(t, l)
+	le, ok := sluice.As[ext.Leaser](l)
+	require.True(t, ok)
 
-	next.RequireLeaseForwarded(t, l, leaseReq, 3)
+	next.RequireLeaseForwarded(t, le, leaseReq, 3)
+	// After the forwarding check, which requires the leaser's first calls:
+	// sluicetest.Capabilities leases and releases once more.
+	require.Equal(t, []string{"lease"}, sluicetest.Capabilities(t, l))
+	require.Equal(t, fallback.BreakerClosed, l.State())
 }
 
 func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
@@ -68,11 +125,13 @@ func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
 			next.Fail(errors.New("dial tcp: connection refused"))
 			l, err := fallback.New(next, fallback.WithPolicy(c.policy), fallback.WithBreaker(2, time.Minute, 1))
 			require.NoError(t, err)
+			le, ok := sluice.As[ext.Leaser](l)
+			require.True(t, ok)
 			for i := range 4 {
-				g, err := l.Lease(t.Context(), leaseReq)
+				g, err := le.Lease(t.Context(), leaseReq)
 				require.NoError(t, err)
 				if i == 0 {
-					require.Equal(t, sluice.Grant{Decision: c.want}, g, "the policy decides Cost; Extra and Expires are 0")
+					require.Equal(t, ext.Grant{Decision: c.want}, g, "the policy decides Cost; Extra and Expires are 0")
 				}
 				require.Zero(t, g.Extra)
 				require.Zero(t, g.Expires)
@@ -84,7 +143,7 @@ func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
 
 			// A release is not the policy's: with the breaker open it
 			// still goes to the store, and its failure is an error.
-			_, err = l.Release(t.Context(), "k", limit, 42, 3)
+			_, err = le.Release(t.Context(), "k", limit, 42, 3)
 			require.ErrorContains(t, err, "connection refused")
 			releases := len(next.Releases())
 			require.Equal(t, 1, releases)
@@ -97,8 +156,10 @@ func TestALeaseConfigurationErrorIsSurfaced(t *testing.T) {
 	next.Fail(sluice.ErrKeyConflict)
 	l, err := fallback.New(next, fallback.WithBreaker(1, time.Minute, 1))
 	require.NoError(t, err)
+	le, ok := sluice.As[ext.Leaser](l)
+	require.True(t, ok)
 	for range 3 {
-		_, err := l.Lease(t.Context(), leaseReq)
+		_, err := le.Lease(t.Context(), leaseReq)
 		require.ErrorIs(t, err, sluice.ErrKeyConflict)
 	}
 	require.Equal(t, fallback.BreakerClosed, l.State(), "a configuration error does not trip the breaker")
@@ -109,44 +170,46 @@ func TestBadLeaseRequestsAreErrorsWithTheBreakerOpen(t *testing.T) {
 	next.Fail(errors.New("connection refused"))
 	l, err := fallback.New(next, fallback.WithBreaker(1, time.Minute, 1))
 	require.NoError(t, err)
-	_, err = l.Lease(t.Context(), leaseReq)
+	le, ok := sluice.As[ext.Leaser](l)
+	require.True(t, ok)
+	_, err = le.Lease(t.Context(), leaseReq)
 	require.NoError(t, err, "the policy decided")
 	require.Equal(t, fallback.BreakerOpen, l.State())
 
-	with := func(f func(r *sluice.LeaseRequest)) sluice.LeaseRequest {
+	with := func(f func(r *ext.LeaseRequest)) ext.LeaseRequest {
 		r := leaseReq
 		f(&r)
 		return r
 	}
 	for _, c := range []struct {
 		name string
-		req  sluice.LeaseRequest
+		req  ext.LeaseRequest
 		want error
 	}{
-		{"no key", with(func(r *sluice.LeaseRequest) { r.Key = "" }), sluice.ErrInvalidKey},
-		{"no limit", with(func(r *sluice.LeaseRequest) { r.Limit = sluice.Limit{} }), sluice.ErrInvalidLimit},
-		{"negative cost", with(func(r *sluice.LeaseRequest) { r.Cost = -1 }), sluice.ErrInvalidCost},
-		{"cost above burst", with(func(r *sluice.LeaseRequest) { r.Cost = limit.Burst + 1 }), sluice.ErrCostExceedsBurst},
-		{"no holder", with(func(r *sluice.LeaseRequest) { r.Holder = 0 }), sluice.ErrInvalidCost},
-		{"negative holder", with(func(r *sluice.LeaseRequest) { r.Holder = -3 }), sluice.ErrInvalidCost},
-		{"negative extra", with(func(r *sluice.LeaseRequest) { r.Extra = -1 }), sluice.ErrInvalidCost},
-		{"huge extra", with(func(r *sluice.LeaseRequest) { r.Extra = sluice.MaxBurst + 1 }), sluice.ErrInvalidCost},
-		{"negative held", with(func(r *sluice.LeaseRequest) { r.Held = -1 }), sluice.ErrInvalidCost},
-		{"no hold", with(func(r *sluice.LeaseRequest) { r.Hold = 0 }), sluice.ErrInvalidLimit},
-		{"hold too short", with(func(r *sluice.LeaseRequest) { r.Hold = sluice.MinLeaseHold - time.Microsecond }), sluice.ErrInvalidLimit},
-		{"hold too long", with(func(r *sluice.LeaseRequest) { r.Hold = sluice.MaxLeaseHold + time.Millisecond }), sluice.ErrInvalidLimit},
-		{"hold not whole milliseconds", with(func(r *sluice.LeaseRequest) { r.Hold = 1500 * time.Microsecond }), sluice.ErrInvalidLimit},
+		{"no key", with(func(r *ext.LeaseRequest) { r.Key = "" }), sluice.ErrInvalidKey},
+		{"no limit", with(func(r *ext.LeaseRequest) { r.Limit = sluice.Limit{} }), sluice.ErrInvalidLimit},
+		{"negative cost", with(func(r *ext.LeaseRequest) { r.Cost = -1 }), sluice.ErrInvalidCost},
+		{"cost above burst", with(func(r *ext.LeaseRequest) { r.Cost = limit.Burst + 1 }), sluice.ErrCostExceedsBurst},
+		{"no holder", with(func(r *ext.LeaseRequest) { r.Holder = 0 }), sluice.ErrInvalidCost},
+		{"negative holder", with(func(r *ext.LeaseRequest) { r.Holder = -3 }), sluice.ErrInvalidCost},
+		{"negative extra", with(func(r *ext.LeaseRequest) { r.Extra = -1 }), sluice.ErrInvalidCost},
+		{"huge extra", with(func(r *ext.LeaseRequest) { r.Extra = sluice.MaxBurst + 1 }), sluice.ErrInvalidCost},
+		{"negative held", with(func(r *ext.LeaseRequest) { r.Held = -1 }), sluice.ErrInvalidCost},
+		{"no hold", with(func(r *ext.LeaseRequest) { r.Hold = 0 }), sluice.ErrInvalidLimit},
+		{"hold too short", with(func(r *ext.LeaseRequest) { r.Hold = ext.MinLeaseHold - time.Microsecond }), sluice.ErrInvalidLimit},
+		{"hold too long", with(func(r *ext.LeaseRequest) { r.Hold = ext.MaxLeaseHold + time.Millisecond }), sluice.ErrInvalidLimit},
+		{"hold not whole milliseconds", with(func(r *ext.LeaseRequest) { r.Hold = 1500 * time.Microsecond }), sluice.ErrInvalidLimit},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := l.Lease(t.Context(), c.req)
+			_, err := le.Lease(t.Context(), c.req)
 			require.ErrorIs(t, err, c.want)
 			require.ErrorContains(t, err, "fallback: ")
 		})
 	}
 	leases := len(next.Leases())
 	require.Equal(t, 1, leases, "no bad request reached the store")
-	for _, hold := range []time.Duration{sluice.MinLeaseHold, sluice.MaxLeaseHold} {
-		_, err := l.Lease(t.Context(), with(func(r *sluice.LeaseRequest) { r.Hold = hold }))
+	for _, hold := range []time.Duration{ext.MinLeaseHold, ext.MaxLeaseHold} {
+		_, err := le.Lease(t.Context(), with(func(r *ext.LeaseRequest) { r.Hold = hold }))
 		require.NoError(t, err, "the bounds are valid holds")
 	}
 }

@@ -8,7 +8,7 @@
 // the calls outstanding beyond which the policy decides
 // ([WithMaxInFlight]). Example, ExampleClosed and ExampleLocal show them.
 //
-// For AllowN, AllowBatch and Lease, in order: bad input (the key, then the
+// For AllowN, AllowBatch, Lease and LeaseBatch, in order: bad input (the key, then the
 // limit and cost by the wrapped algorithm's rules) is an error whatever the
 // state of the store; a caller's context already done is its error; with
 // the breaker open, or half-open with its probes in flight, the policy

@@ -135,8 +135,9 @@ func ExampleLocal() {
 
 	// Refunds, resets and releases are not decided by a policy: they go to
 	// the store, and its failure is an error.
-	fmt.Println("refund:", sluice.Supports(limiter, sluice.CanRefund))
-	_, err = limiter.Refund(context.Background(), sluice.Key("tenant:42", "api"), sluice.PerMinute(100), 1)
+	refunder, ok := sluice.As[sluice.Refunder](limiter)
+	fmt.Println("refund:", ok)
+	_, err = refunder.Refund(context.Background(), sluice.Key("tenant:42", "api"), sluice.PerMinute(100), 1)
 	fmt.Println(err)
 	// Output:
 	// allowed=true limit=25/1m0s burst 25 remaining=24 source=fallback-local

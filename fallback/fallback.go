@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
-
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/forward"
+	"github.com/sluicehq/sluice/ext"
 )
 
 // Defaults, each overridable with an option.
@@ -33,43 +30,11 @@ const (
 	DefaultMaxInFlight = 4096
 )
 
-// BreakerState is the state of the circuit breaker.
-type BreakerState int
-
-const (
-	// BreakerClosed: calls go to the store.
-	BreakerClosed BreakerState = iota
-	// BreakerHalfOpen: a few probe calls go to the store.
-	BreakerHalfOpen
-	// BreakerOpen: no call goes to the store; the policy decides.
-	BreakerOpen
-)
-
-func (s BreakerState) String() string {
-	switch s {
-	case BreakerClosed:
-		return "closed"
-	case BreakerHalfOpen:
-		return "half-open"
-	case BreakerOpen:
-		return "open"
-	}
-	return "unknown"
-}
-
 // ErrTimeout is the failure recorded when a call exceeds its budget.
 var ErrTimeout = errors.New("fallback: store call exceeded its time budget")
 
-// errExcluded is reported to the breaker for an outcome that says nothing
-// about the store's health: neither a success nor a failure.
-var errExcluded = errors.New("fallback: excluded from the breaker's counts")
-
-// errTooManyInFlight is the failure recorded when the in-flight bound is
-// reached.
-var errTooManyInFlight = errors.New("fallback: too many calls in flight to the store")
-
 // Limiter decorates a [sluice.Limiter] with a timeout budget, a circuit
-// breaker and a fallback policy: AllowN, AllowBatch and Lease go to the
+// breaker and a fallback policy: AllowN, AllowBatch, Lease and LeaseBatch go to the
 // wrapped limiter through all three, and the policy decides what the store
 // cannot; Refund, Reset and Release go within the time budget only, and
 // Capacity is the wrapped limiter's. It serves every capability the
@@ -78,98 +43,18 @@ type Limiter struct {
 	next        sluice.Limiter
 	policy      Policy
 	timeout     time.Duration
-	threshold   uint32
 	cooldown    time.Duration
-	probes      uint32
-	onChange    func(from, to BreakerState)
 	inFlight    chan struct{}
 	maxInFlight int
-	breaker     *gobreaker.TwoStepCircuitBreaker[struct{}]
+	breaker     *breaker
+	detached    bool
 }
 
 var _ sluice.Limiter = (*Limiter)(nil)
 
-// Option configures a [Limiter]. A nil Option is an error, as is an
-// option given a bad value.
-type Option func(*config) error
-
-type config struct {
-	policy      Policy
-	timeout     time.Duration
-	threshold   uint32
-	cooldown    time.Duration
-	probes      uint32
-	onChange    func(from, to BreakerState)
-	maxInFlight int
-}
-
-// WithPolicy sets what decides while the store is unavailable. The default
-// is [Open].
-func WithPolicy(p Policy) Option {
-	return func(c *config) error {
-		if p == nil {
-			return errors.New("fallback: WithPolicy(nil): omit the option for Open")
-		}
-		c.policy = p
-		return nil
-	}
-}
-
-// WithTimeout sets the time budget of one call to the store. The default
-// is [DefaultTimeout].
-func WithTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("fallback: WithTimeout(%s): must be positive", d)
-		}
-		c.timeout = d
-		return nil
-	}
-}
-
-// WithBreaker sets how many consecutive failures open the breaker, how
-// long it stays open, and how many probes it lets through half-open. The
-// defaults are [DefaultFailureThreshold], [DefaultCooldown] and
-// [DefaultProbes].
-func WithBreaker(failures int, cooldown time.Duration, probes int) Option {
-	return func(c *config) error {
-		if failures < 1 || cooldown <= 0 || probes < 1 {
-			return fmt.Errorf("fallback: WithBreaker(%d, %s, %d): each must be positive", failures, cooldown, probes)
-		}
-		c.threshold, c.cooldown, c.probes = uint32(failures), cooldown, uint32(probes)
-		return nil
-	}
-}
-
-// WithMaxInFlight bounds the calls in flight to the wrapped limiter at
-// once (at least 1; default [DefaultMaxInFlight]). Beyond it, the policy
-// decides, so that a stalled store cannot pile up goroutines. A call that
-// timed out counts until the wrapped limiter returns.
-func WithMaxInFlight(n int) Option {
-	return func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("fallback: WithMaxInFlight(%d): must be at least 1", n)
-		}
-		c.maxInFlight = n
-		return nil
-	}
-}
-
-// WithStateChange sets a function called once for every change of the
-// breaker's state. It must not block.
-func WithStateChange(f func(from, to BreakerState)) Option {
-	return func(c *config) error {
-		if f == nil {
-			return errors.New("fallback: WithStateChange(nil): omit the option to be told nothing")
-		}
-		c.onChange = f
-		return nil
-	}
-}
-
 // New returns a Limiter that decorates next. It does no I/O.
 func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
-	if err := sluice.RequireCapabilities("fallback", next, 0); err != nil {
+	if err := ext.RequireNext("fallback", next); err != nil {
 		return nil, err
 	}
 	c := config{
@@ -179,6 +64,7 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 		cooldown:    DefaultCooldown,
 		probes:      DefaultProbes,
 		maxInFlight: DefaultMaxInFlight,
+		clock:       sluice.SystemClock{},
 	}
 	for i, o := range opts {
 		if o == nil {
@@ -192,40 +78,17 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 		next:        next,
 		policy:      c.policy,
 		timeout:     c.timeout,
-		threshold:   c.threshold,
 		cooldown:    c.cooldown,
-		probes:      c.probes,
-		onChange:    c.onChange,
+		detached:    c.detached,
 		maxInFlight: c.maxInFlight,
 	}
 	l.inFlight = make(chan struct{}, l.maxInFlight)
-	l.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:        "sluice",
-		MaxRequests: l.probes,
-		Timeout:     l.cooldown,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= l.threshold },
-		IsExcluded:  func(err error) bool { return errors.Is(err, errExcluded) },
-		OnStateChange: func(_ string, from, to gobreaker.State) {
-			if l.onChange != nil {
-				l.onChange(breakerState(from), breakerState(to))
-			}
-		},
-	})
+	l.breaker = &breaker{clock: c.clock, threshold: c.threshold, cooldown: c.cooldown, probes: c.probes, onChange: c.onChange}
 	return l, nil
 }
 
-func breakerState(s gobreaker.State) BreakerState {
-	switch s {
-	case gobreaker.StateOpen:
-		return BreakerOpen
-	case gobreaker.StateHalfOpen:
-		return BreakerHalfOpen
-	}
-	return BreakerClosed
-}
-
 // State returns the breaker's current state.
-func (l *Limiter) State() BreakerState { return breakerState(l.breaker.State()) }
+func (l *Limiter) State() BreakerState { return l.breaker.current() }
 
 // AllowN decides through the store when it can, and by the policy when it
 // cannot; see the package documentation for the order of operations.
@@ -233,7 +96,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
-	if err := sluice.ValidateKey(key); err != nil {
+	if err := ext.ValidateKey(key); err != nil {
 		return sluice.Decision{}, fmt.Errorf("fallback: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -254,7 +117,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	// Bad input is an error whatever the state of the store: before any
 	// policy decides, the wrapped algorithm's own rules (the store, when
 	// it answers, applies them itself; checking once is enough).
-	if err := sluice.CheckRequest(l.next, key, limit, n); err != nil {
+	if err := ext.CheckRequest(l.next, key, limit, n); err != nil {
 		return sluice.Decision{}, fmt.Errorf("fallback: %w", err)
 	}
 	return l.policy.decide(ctx, l, key, limit, n)
@@ -263,18 +126,19 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 // AllowBatch decides a batch through the store when it can, as one call
 // within the time budget and the breaker, and each request by the policy
 // when it cannot. It needs a wrapped limiter that takes batches.
-func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+func (l forwarded) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
 	}
-	if !sluice.Supports(l.next, sluice.CanBatch) {
-		return nil, sluice.Unsupported("fallback", sluice.CanBatch, l.next)
+	inner, err := ext.Require[sluice.BatchLimiter]("fallback", l.next)
+	if err != nil {
+		return nil, err
 	}
 	if len(reqs) < 1 || len(reqs) > sluice.MaxBatch {
 		return nil, fmt.Errorf("fallback: a batch holds 1 to %d requests, got %d", sluice.MaxBatch, len(reqs))
 	}
 	for i, r := range reqs {
-		if err := sluice.CheckRequest(l.next, r.Key, r.Limit, r.N); err != nil {
+		if err := ext.CheckRequest(l.next, r.Key, r.Limit, r.N); err != nil {
 			return nil, &sluice.RequestError{Index: i, Err: fmt.Errorf("fallback: %w", err)}
 		}
 	}
@@ -284,7 +148,7 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 	var out []sluice.Result
 	stored, err := l.through(ctx, func(ctx context.Context) error {
 		var err error
-		out, err = forward.AllowBatch(ctx, "fallback", l.next, reqs)
+		out, err = inner.AllowBatch(ctx, reqs)
 		return err
 	})
 	switch {
@@ -295,7 +159,7 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 	}
 	results := make([]sluice.Result, len(reqs))
 	for i, r := range reqs {
-		results[i].Decision, results[i].Err = l.policy.decide(ctx, l, r.Key, r.Limit, r.N)
+		results[i].Decision, results[i].Err = l.policy.decide(ctx, l.Limiter, r.Key, r.Limit, r.N)
 	}
 	return results, nil
 }
@@ -305,33 +169,27 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 // succeeded; an error the caller must return (the caller's context ended,
 // or a configuration error); and neither when the policy must decide.
 func (l *Limiter) through(ctx context.Context, call func(context.Context) error) (stored bool, err error) {
-	done, err := l.breaker.Allow()
-	if err != nil { // open, or half-open with its probes taken
+	done, ok := l.breaker.allow()
+	if !ok { // open, or half-open with its probes taken
 		return false, nil
 	}
 	select {
 	case l.inFlight <- struct{}{}:
 	default:
-		done(errTooManyInFlight)
+		// Not the store's failure: the callers already in flight are
+		// what the store is answering (or not), and their outcomes count.
+		done(errExcluded)
 		return false, nil
 	}
 
-	start := time.Now()
+	start := time.Now() // the runtime's time, as the context's deadline is
 	callCtx, cancel := context.WithTimeout(ctx, l.timeout)
-	result := make(chan error, 1)
-	go func() {
-		defer func() { <-l.inFlight }()
-		result <- call(callCtx)
-	}()
 	var callErr error
-	select {
-	case callErr = <-result:
-	case <-callCtx.Done():
-		// The call may still complete; its slot is released when it does.
-		callErr = ErrTimeout
-		if ctx.Err() != nil {
-			callErr = ctx.Err()
-		}
+	if l.detached {
+		callErr = l.detach(ctx, callCtx, call)
+	} else {
+		callErr = call(callCtx)
+		<-l.inFlight
 	}
 	cancel()
 
@@ -356,6 +214,27 @@ func (l *Limiter) through(ctx context.Context, call func(context.Context) error)
 	return false, nil
 }
 
+// detach runs call on a goroutine of its own under callCtx and waits for
+// it until callCtx is done (WithDetachedCalls). The call's in-flight slot
+// is freed when it returns.
+func (l *Limiter) detach(ctx, callCtx context.Context, call func(context.Context) error) error {
+	result := make(chan error, 1)
+	go func() {
+		defer func() { <-l.inFlight }()
+		result <- call(callCtx)
+	}()
+	select {
+	case err := <-result:
+		return err
+	case <-callCtx.Done():
+		// The call may still complete; its slot is released when it does.
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return ErrTimeout
+	}
+}
+
 // cutByCaller reports whether a call started at start failed because the
 // caller's own deadline, earlier than the time budget's, cut it: a timeout
 // once that deadline has passed or is upon it.
@@ -364,38 +243,50 @@ func (l *Limiter) cutByCaller(ctx context.Context, start time.Time, err error) b
 	if !ok || !deadline.Before(start.Add(l.timeout)) {
 		return false // the budget, not the caller, bounded the call
 	}
-	return (sluice.IsTimeout(err) || errors.Is(err, ErrTimeout)) && !time.Now().Add(time.Millisecond).Before(deadline)
+	return (ext.IsTimeout(err) || errors.Is(err, ErrTimeout)) && !time.Now().Add(time.Millisecond).Before(deadline)
 }
 
-// Capabilities reports what the Limiter serves: what the limiter it wraps
-// serves (see [sluice.Capabler]).
-func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesOf(l.next) }
+// As finds the optional interfaces the wrapped limiter serves (see
+// [sluice.As]): the Limiter serves them too, through itself.
+func (l *Limiter) As(target any) bool { return ext.Forward(target, l.next, forwarded{l}) }
+
+// forwarded holds the methods of the optional interfaces, served only
+// when the wrapped limiter serves them.
+type forwarded struct{ *Limiter }
 
 // Refund passes a refund to the wrapped limiter, within the time budget
 // but not through the breaker or the policy: a refund that fails is an
 // error (the tokens stay spent, which errs on the safe side).
-func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+func (l forwarded) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	return forward.Refund(ctx, "fallback", l.next, key, limit, n)
+	inner, err := ext.Require[sluice.Refunder]("fallback", l.next)
+	if err != nil {
+		return sluice.Decision{}, err
+	}
+	return inner.Refund(ctx, key, limit, n)
 }
 
 // Reset passes a reset to the wrapped limiter, within the time budget.
-func (l *Limiter) Reset(ctx context.Context, key string) error {
+func (l forwarded) Reset(ctx context.Context, key string) error {
 	if ctx == nil {
 		return sluice.ErrNilContext
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	return forward.Reset(ctx, "fallback", l.next, key)
+	inner, err := ext.Require[sluice.Resetter]("fallback", l.next)
+	if err != nil {
+		return err
+	}
+	return inner.Reset(ctx, key)
 }
 
 // Capacity returns the wrapped limiter's capacity.
-func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
-	return forward.Capacity("fallback", l.next, key, limit)
+func (l forwarded) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return ext.Capacity(l.next, key, limit)
 }
 
 // Lease passes a lease request to the wrapped limiter as AllowN passes a
@@ -404,76 +295,125 @@ func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
 // req.Cost and nothing is leased: the Grant is the policy's Decision alone
 // (its Source names the policy), with no Extra, nothing reserved and
 // Expires 0, so the holder must stop spending what it held.
-func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+func (l forwarded) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, error) {
 	if ctx == nil {
-		return sluice.Grant{}, sluice.ErrNilContext
+		return ext.Grant{}, sluice.ErrNilContext
 	}
-	if !sluice.Supports(l.next, sluice.CanLease) {
-		return sluice.Grant{}, sluice.Unsupported("fallback", sluice.CanLease, l.next)
+	inner, err := ext.Require[ext.Leaser]("fallback", l.next)
+	if err != nil {
+		return ext.Grant{}, err
 	}
-	if err := sluice.CheckLease(l.next, req); err != nil {
-		return sluice.Grant{}, fmt.Errorf("fallback: %w", err)
+	if err := ext.CheckLease(l.next, req); err != nil {
+		return ext.Grant{}, fmt.Errorf("fallback: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return sluice.Grant{}, err
+		return ext.Grant{}, err
 	}
-	var g sluice.Grant
+	var g ext.Grant
 	stored, err := l.through(ctx, func(ctx context.Context) error {
 		var err error
-		g, err = forward.Lease(ctx, "fallback", l.next, req)
+		g, err = inner.Lease(ctx, req)
 		return err
 	})
 	switch {
 	case err != nil:
-		return sluice.Grant{}, err
+		return ext.Grant{}, err
 	case stored:
 		return g, nil
 	}
-	d, err := l.policy.decide(ctx, l, req.Key, req.Limit, req.Cost)
+	d, err := l.policy.decide(ctx, l.Limiter, req.Key, req.Limit, req.Cost)
 	if err != nil {
-		return sluice.Grant{}, err
+		return ext.Grant{}, err
 	}
-	return sluice.Grant{Decision: d}, nil
+	return ext.Grant{Decision: d}, nil
+}
+
+// LeaseBatch passes many lease requests to the wrapped limiter in one
+// call, as Lease passes one: validated first (an invalid request fails the
+// call with a [sluice.RequestError] naming it), then within the time
+// budget, the in-flight bound and the breaker. When the store cannot
+// answer, the policy decides each request's Cost and nothing is leased.
+func (l forwarded) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
+	inner, err := ext.Require[ext.LeaseBatcher]("fallback", l.next)
+	if err != nil {
+		return nil, err
+	}
+	if len(reqs) < 1 || len(reqs) > sluice.MaxBatch {
+		return nil, fmt.Errorf("fallback: a batch holds 1 to %d requests, got %d", sluice.MaxBatch, len(reqs))
+	}
+	for i, r := range reqs {
+		if err := ext.CheckLease(l.next, r); err != nil {
+			return nil, &sluice.RequestError{Index: i, Err: fmt.Errorf("fallback: %w", err)}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []ext.LeaseResult
+	stored, err := l.through(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = inner.LeaseBatch(ctx, reqs)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case stored:
+		return out, nil
+	}
+	results := make([]ext.LeaseResult, len(reqs))
+	for i, r := range reqs {
+		results[i].Decision, results[i].Err = l.policy.decide(ctx, l.Limiter, r.Key, r.Limit, r.Cost)
+	}
+	return results, nil
 }
 
 // Release passes a release to the wrapped limiter, within the time budget
 // but not through the breaker or the policy: a release that fails is an
 // error (the tokens stay reserved until the hold ends, which errs on the
 // safe side).
-func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+func (l forwarded) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	return forward.Release(ctx, "fallback", l.next, key, limit, holder, unspent)
+	inner, err := ext.Require[ext.Leaser]("fallback", l.next)
+	if err != nil {
+		return sluice.Decision{}, err
+	}
+	return inner.Release(ctx, key, limit, holder, unspent)
 }
 
 var (
-	_ sluice.Capabler     = (*Limiter)(nil)
-	_ sluice.BatchLimiter = (*Limiter)(nil)
-	_ sluice.Refunder     = (*Limiter)(nil)
-	_ sluice.Resetter     = (*Limiter)(nil)
-	_ sluice.Bounded      = (*Limiter)(nil)
-	_ sluice.Leaser       = (*Limiter)(nil)
+	_ sluice.BatchLimiter = forwarded{}
+	_ sluice.Refunder     = forwarded{}
+	_ sluice.Resetter     = forwarded{}
+	_ sluice.Bounded      = forwarded{}
+	_ ext.Leaser          = forwarded{}
+	_ ext.LeaseBatcher    = forwarded{}
 )
 
 // IsConfigError reports whether err is a configuration error rather than a
-// store failure: invalid input, a key holding data of another kind, or a
-// Redis error that retrying or falling back would only hide (NOPERM,
-// NOAUTH, WRONGPASS, WRONGTYPE, CROSSSLOT, an unknown command or script
-// error).
+// store failure: invalid input, a key holding data of another kind, a
+// reply of an unexpected shape, or a server error whose code says that
+// retrying or falling back would only hide a mistake (NOPERM, NOAUTH,
+// WRONGPASS, WRONGTYPE, CROSSSLOT). It reads the code of the
+// [ext.ServerError] in err's chain, never err's text. Redis's generic ERR
+// is a failure: it gives no finer code, and some of its causes pass (too
+// many clients).
 func IsConfigError(err error) bool {
-	for _, target := range []error{sluice.ErrInvalidLimit, sluice.ErrInvalidCost, sluice.ErrInvalidKey, sluice.ErrKeyConflict, sluice.ErrUnexpectedReply} {
+	for _, target := range []error{sluice.ErrInvalidLimit, sluice.ErrInvalidCost, sluice.ErrInvalidKey, sluice.ErrKeyConflict, sluice.ErrUnexpectedReply, sluice.ErrCrossSlot} {
 		if errors.Is(err, target) {
 			return true
 		}
 	}
-	msg := err.Error()
-	for _, code := range []string{"NOPERM", "NOAUTH", "WRONGPASS", "WRONGTYPE", "CROSSSLOT", "ERR unknown command", "ERR Error running script", "ERR user_script"} {
-		if strings.Contains(msg, code) {
-			return true
-		}
+	switch ext.ServerCode(err) {
+	case "NOPERM", "NOAUTH", "WRONGPASS", "WRONGTYPE", "CROSSSLOT":
+		return true
 	}
 	return false
 }

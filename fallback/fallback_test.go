@@ -3,29 +3,33 @@ package fallback_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // fakeStore is a wrapped limiter whose behaviour the test sets: a decision,
-// an error, or a stall that ignores the context (like a client without
-// context deadlines) until released.
+// an error, or a stall until released, which honours the context unless
+// ignoresContext (like go-redis without ContextTimeoutEnabled).
 type fakeStore struct {
-	mu      sync.Mutex
-	err     error
-	stall   chan struct{} // non-nil: calls block until it is closed
-	calls   atomic.Int64
-	allowed bool
+	mu             sync.Mutex
+	err            error
+	stall          chan struct{} // non-nil: calls block until it is closed
+	calls          atomic.Int64
+	allowed        bool
+	ignoresContext bool
 }
 
 func (f *fakeStore) set(err error, stall chan struct{}) {
@@ -34,13 +38,20 @@ func (f *fakeStore) set(err error, stall chan struct{}) {
 	f.err, f.stall = err, stall
 }
 
-func (f *fakeStore) AllowN(_ context.Context, _ string, limit sluice.Limit, _ int64) (sluice.Decision, error) {
+func (f *fakeStore) AllowN(ctx context.Context, _ string, limit sluice.Limit, _ int64) (sluice.Decision, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	err, stall := f.err, f.stall
 	f.mu.Unlock()
-	if stall != nil {
+	switch {
+	case stall != nil && f.ignoresContext:
 		<-stall
+	case stall != nil:
+		select {
+		case <-stall:
+		case <-ctx.Done():
+			return sluice.Decision{}, ctx.Err()
+		}
 	}
 	if err != nil {
 		return sluice.Decision{}, err
@@ -116,42 +127,86 @@ func TestPolicies(t *testing.T) {
 	}
 }
 
-func TestTimeoutIsEnforcedWhenTheClientIgnoresTheContext(t *testing.T) {
-	stall := make(chan struct{})
-	defer close(stall)
-	store := &fakeStore{}
-	store.set(nil, stall)
-	l, err := fallback.New(store, fallback.WithTimeout(20*time.Millisecond), fallback.WithPolicy(fallback.Closed()))
-	require.NoError(t, err)
-	start := time.Now()
-	d, err := l.AllowN(t.Context(), "k", limit, 1)
-	require.NoError(t, err)
-	require.Equal(t, sluice.SourceFallbackClosed, d.Source)
-	require.Less(t, time.Since(start), time.Second, "returned on its budget, not when the store answered")
-}
-
-func TestInFlightCallsAreBounded(t *testing.T) {
-	stall := make(chan struct{})
-	store := &fakeStore{}
-	store.set(nil, stall)
-	l, err := fallback.New(store, fallback.WithTimeout(time.Millisecond), fallback.WithMaxInFlight(8),
-		fallback.WithBreaker(1_000_000, time.Minute, 1))
-	require.NoError(t, err)
-	before := runtime.NumGoroutine()
-	for range 1000 {
+// TestTimeoutIsEnforcedThroughTheContext: by default a call runs on the
+// caller's goroutine under the budget's context, and a client that honours
+// it returns at the budget exactly: the policy decides then.
+func TestTimeoutIsEnforcedThroughTheContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stall := make(chan struct{})
+		defer close(stall)
+		store := &fakeStore{}
+		store.set(nil, stall)
+		l, err := fallback.New(store, fallback.WithTimeout(20*time.Millisecond), fallback.WithPolicy(fallback.Closed()))
+		require.NoError(t, err)
+		start := time.Now()
+		goroutines := runtime.NumGoroutine()
 		d, err := l.AllowN(t.Context(), "k", limit, 1)
 		require.NoError(t, err)
-		require.Equal(t, sluice.SourceFallbackOpen, d.Source)
+		require.Equal(t, sluice.SourceFallbackClosed, d.Source)
+		require.Equal(t, 20*time.Millisecond, time.Since(start), "returned at its budget")
+		require.Equal(t, goroutines, runtime.NumGoroutine(), "no goroutine outlives the call")
+	})
+}
+
+// TestTimeoutIsEnforcedWhenTheClientIgnoresTheContext: WithDetachedCalls
+// keeps the budget with a client that ignores the context: the caller
+// returns at the budget while the call finishes in the background.
+func TestTimeoutIsEnforcedWhenTheClientIgnoresTheContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stall := make(chan struct{})
+		store := &fakeStore{ignoresContext: true}
+		store.set(nil, stall)
+		l, err := fallback.New(store, fallback.WithTimeout(20*time.Millisecond), fallback.WithPolicy(fallback.Closed()),
+			fallback.WithDetachedCalls())
+		require.NoError(t, err)
+		start := time.Now()
+		d, err := l.AllowN(t.Context(), "k", limit, 1)
+		require.NoError(t, err)
+		require.Equal(t, sluice.SourceFallbackClosed, d.Source)
+		require.Equal(t, 20*time.Millisecond, time.Since(start), "returned on its budget, not when the store answered")
+		close(stall)
+		synctest.Wait() // the detached call ends when the store answers
+	})
+}
+
+// TestInFlightCallsAreBounded: with the store stalled, at most
+// WithMaxInFlight calls reach it at once; the others are decided by the
+// policy at once, without waiting, and are no failure of the store.
+func TestInFlightCallsAreBounded(t *testing.T) {
+	for _, detached := range []bool{false, true} {
+		t.Run(fmt.Sprintf("detached=%v", detached), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				stall := make(chan struct{})
+				store := &fakeStore{ignoresContext: detached}
+				store.set(nil, stall)
+				opts := []fallback.Option{fallback.WithTimeout(time.Minute), fallback.WithMaxInFlight(8), fallback.WithBreaker(1, time.Hour, 1)}
+				if detached {
+					opts = append(opts, fallback.WithDetachedCalls())
+				}
+				l, err := fallback.New(store, opts...)
+				require.NoError(t, err)
+				var wg sync.WaitGroup
+				var atOnce atomic.Int64
+				for range 100 {
+					wg.Go(func() {
+						d, err := l.AllowN(t.Context(), "k", limit, 1)
+						require.NoError(t, err)
+						if d.Source == sluice.SourceFallbackOpen {
+							atOnce.Add(1)
+						}
+					})
+				}
+				synctest.Wait()
+				require.Equal(t, int64(8), store.calls.Load(), "only 8 calls reached the stalled store")
+				require.Equal(t, int64(92), atOnce.Load(), "the others were decided by the policy at once")
+				require.Equal(t, fallback.BreakerClosed, l.State(), "the calls turned away are no failure of the store")
+				close(stall)
+				wg.Wait()
+				synctest.Wait()
+				require.Equal(t, int64(8), store.calls.Load())
+			})
+		})
 	}
-	require.Equal(t, int64(8), store.calls.Load(), "only 8 calls ever reached the stalled store")
-	require.LessOrEqual(t, runtime.NumGoroutine()-before, 8)
-	close(stall)
-	// (Not require.Eventually: it runs its condition in a goroutine of its own.)
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	require.LessOrEqual(t, runtime.NumGoroutine(), before, "the stalled calls' goroutines end when the store answers")
 }
 
 func TestErrorClassification(t *testing.T) {
@@ -162,11 +217,15 @@ func TestErrorClassification(t *testing.T) {
 		countsAsF bool // counts towards opening the breaker
 	}{
 		{"network", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), false, true},
-		{"BUSY", errors.New("BUSY Redis is busy running a script"), false, true},
-		{"OOM", errors.New("OOM command not allowed when used memory > 'maxmemory'"), false, true},
-		{"LOADING", errors.New("LOADING Redis is loading the dataset in memory"), false, true},
-		{"WRONGTYPE", errors.New("WRONGTYPE Operation against a key holding the wrong kind of value"), true, false},
-		{"NOPERM", errors.New("NOPERM this user has no permissions to run the 'evalsha' command"), true, false},
+		{"BUSY", ext.NewServerError("BUSY Redis is busy running a script"), false, true},
+		{"OOM", ext.NewServerError("OOM command not allowed when used memory > 'maxmemory'"), false, true},
+		{"LOADING", ext.NewServerError("LOADING Redis is loading the dataset in memory"), false, true},
+		{"unknown command", ext.NewServerError("ERR unknown command 'evalsha', with args beginning with: "), false, true},
+		{"script error", ext.NewServerError("ERR user_script:1: Script attempted to access nonexistent global variable 'x'"), false, true},
+		{"WRONGTYPE", ext.NewServerError("WRONGTYPE Operation against a key holding the wrong kind of value"), true, false},
+		{"NOPERM", ext.NewServerError("NOPERM this user has no permissions to run the 'evalsha' command"), true, false},
+		{"NOPERM through the algorithm", fmt.Errorf("tokenbucket: %w", ext.NewServerError("NOPERM this user has no permissions to run the 'evalsha' command")), true, false},
+		{"SLUICE_INVALID_STATE", ext.NewServerError(ext.CodeInvalidState + " the state is not a bucket"), true, false},
 		{"invalid input", sluice.ErrInvalidLimit, true, false},
 		{"key conflict", sluice.ErrKeyConflict, true, false},
 	}
@@ -191,6 +250,50 @@ func TestErrorClassification(t *testing.T) {
 				require.Equal(t, fallback.BreakerClosed, l.State())
 				require.Equal(t, int64(3), store.calls.Load())
 			}
+		})
+	}
+}
+
+// TestIsConfigError: IsConfigError reads the sentinel errors and the code
+// of the *ext.ServerError in an error's chain, never the error's text; a
+// generic ERR reply is a failure.
+func TestIsConfigError(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"network", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), false},
+		{"timeout", fallback.ErrTimeout, false},
+		{"invalid limit", sluice.ErrInvalidLimit, true},
+		{"invalid cost", fmt.Errorf("tokenbucket: %w", sluice.ErrInvalidCost), true},
+		{"limit error", &sluice.LimitError{Limit: limit, Reason: "interval not whole microseconds"}, true},
+		{"cost exceeds burst", &sluice.CostError{Cost: 21, Limit: limit, Reason: "above the burst", Exceeds: true}, true},
+		{"invalid key", sluice.ErrInvalidKey, true},
+		{"key conflict", sluice.ErrKeyConflict, true},
+		{"unexpected reply", sluice.ErrUnexpectedReply, true},
+		{"cross slot", sluice.ErrCrossSlot, true},
+		{"NOPERM", ext.NewServerError("NOPERM this user has no permissions to run the 'evalsha' command"), true},
+		{"NOAUTH", ext.NewServerError("NOAUTH Authentication required."), true},
+		{"WRONGPASS", ext.NewServerError("WRONGPASS invalid username-password pair or user is disabled."), true},
+		{"WRONGTYPE", ext.NewServerError("WRONGTYPE Operation against a key holding the wrong kind of value"), true},
+		{"CROSSSLOT", ext.NewServerError("CROSSSLOT Keys in request don't hash to the same slot"), true},
+		{"wrapped NOPERM", fmt.Errorf("gcra: %w", ext.NewServerError("NOPERM no permissions")), true},
+		{"SLUICE_INVALID_LIMIT", ext.NewServerError(ext.CodeInvalidLimit + " rate must be positive"), true},
+		{"SLUICE_COST_EXCEEDS_BURST", ext.NewServerError(ext.CodeCostExceedsBurst + " cost 21 exceeds burst 20"), true},
+		{"unknown command", ext.NewServerError("ERR unknown command 'evalsha', with args beginning with: "), false},
+		{"script error", ext.NewServerError("ERR Error running script (call to f_0123): @user_script:1: oops"), false},
+		{"BUSY", ext.NewServerError("BUSY Redis is busy running a script"), false},
+		{"OOM", ext.NewServerError("OOM command not allowed when used memory > 'maxmemory'"), false},
+		{"READONLY", ext.NewServerError("READONLY You can't write against a read only replica."), false},
+		// Text alone is no server error: only a store's *ext.ServerError
+		// carries a code.
+		{"NOPERM as text only", errors.New("NOPERM this user has no permissions to run the 'evalsha' command"), false},
+		{"WRONGTYPE as text only", errors.New("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, fallback.IsConfigError(c.err))
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -78,46 +79,50 @@ func TestBadInputIsAnErrorWhateverTheBreaker(t *testing.T) {
 // process 1 per 2 s, not 1 per second). With Burst below N each process
 // still has a burst of 1: the burst part of the bound is then N.
 func TestLocalSharesAreValidAndKeepTheBound(t *testing.T) {
-	down, err := tokenbucket.New(downStore{})
-	require.NoError(t, err)
-	newProcess := func(n int) *fallback.Limiter {
-		local, err := tokenbucket.New(memstore.New())
+	synctest.Test(t, func(t *testing.T) {
+		down, err := tokenbucket.New(downStore{})
 		require.NoError(t, err)
-		policy, err := fallback.Local(local, fallback.Replicas(n))
-		require.NoError(t, err)
-		l, err := fallback.New(down, fallback.WithPolicy(policy), fallback.WithBreaker(1, time.Minute, 1))
-		require.NoError(t, err)
-		return l
-	}
-	admit := func(l *fallback.Limiter, limit sluice.Limit, d time.Duration) (admitted int64, elapsed time.Duration) {
-		start := time.Now()
-		for time.Since(start) < d {
-			dec, err := l.AllowN(t.Context(), "k", limit, 1)
-			require.NoError(t, err, "the policy decides")
-			require.Equal(t, sluice.SourceFallbackLocal, dec.Source)
-			if dec.Allowed {
-				admitted++
-			}
+		newProcess := func(n int) *fallback.Limiter {
+			local, err := tokenbucket.New(memstore.New())
+			require.NoError(t, err)
+			policy, err := fallback.Local(local, fallback.Replicas(n))
+			require.NoError(t, err)
+			l, err := fallback.New(down, fallback.WithPolicy(policy), fallback.WithBreaker(1, time.Minute, 1))
+			require.NoError(t, err)
+			return l
 		}
-		return admitted, time.Since(start)
-	}
+		// admit sends a request every step of fake time for d.
+		admit := func(l *fallback.Limiter, limit sluice.Limit, d, step time.Duration) (admitted int64) {
+			for start := time.Now(); time.Since(start) < d; time.Sleep(step) {
+				dec, err := l.AllowN(t.Context(), "k", limit, 1)
+				require.NoError(t, err, "the policy decides")
+				require.Equal(t, sluice.SourceFallbackLocal, dec.Source)
+				if dec.Allowed {
+					admitted++
+				}
+			}
+			return admitted
+		}
 
-	high := sluice.PerSecond(100_000).WithBurst(3000)
-	admitted, elapsed := admit(newProcess(3), high, 300*time.Millisecond)
-	bound := float64(high.Burst)/3 + float64(high.Rate)/3*elapsed.Seconds()
-	t.Logf("100,000/s over 3: one process admitted %d in %s (its bound %.0f)", admitted, elapsed, bound)
-	require.LessOrEqual(t, float64(admitted), bound)
-	require.Greater(t, admitted, int64(high.Burst)/3, "the share is enforced, not refused")
+		high := sluice.PerSecond(100_000).WithBurst(3000)
+		elapsed := 300 * time.Millisecond
+		admitted := admit(newProcess(3), high, elapsed, 10*time.Microsecond)
+		bound := float64(high.Burst)/3 + float64(high.Rate)/3*elapsed.Seconds()
+		t.Logf("100,000/s over 3: one process admitted %d in %s (its bound %.0f)", admitted, elapsed, bound)
+		require.LessOrEqual(t, float64(admitted), bound)
+		// 33,333/s is refused for its interval (30.0003 µs) and enforced as 1 per
+		// 31 µs: 1,000 + 300 ms / 31 µs.
+		require.Equal(t, int64(1000+300_000/31), admitted, "the share is enforced, not refused")
 
-	low := sluice.PerSecond(2).WithBurst(2) // the case: 8 admitted against a bound of 4.4
-	var total int64
-	var longest time.Duration
-	for range 4 {
-		n, e := admit(newProcess(4), low, 1200*time.Millisecond)
-		total += n
-		longest = max(longest, e)
-	}
-	bound = float64(low.Burst) + float64(low.Rate)*longest.Seconds()
-	t.Logf("2/s burst 2 over 4: the processes admitted %d in %s each (bound %.1f)", total, longest, bound)
-	require.LessOrEqual(t, float64(total), bound)
+		low := sluice.PerSecond(2).WithBurst(2) // the case: 8 admitted against a bound of 4.4
+		var total int64
+		elapsed = 1200 * time.Millisecond
+		for range 4 {
+			total += admit(newProcess(4), low, elapsed, time.Millisecond)
+		}
+		bound = float64(low.Burst) + float64(low.Rate)*elapsed.Seconds()
+		t.Logf("2/s burst 2 over 4: the processes admitted %d in %s each (bound %.1f)", total, elapsed, bound)
+		require.LessOrEqual(t, float64(total), bound)
+		require.Equal(t, int64(4), total, "each process its burst of 1; none refills within 2 s")
+	})
 }

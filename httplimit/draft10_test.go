@@ -272,5 +272,15 @@ func TestAKeyThatCannotWorkHereIs500(t *testing.T) {
 	rec := httptest.NewRecorder()
 	header(ok).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	require.Equal(t, http.StatusBadRequest, rec.Code)
-	require.Contains(t, rec.Body.String(), "X-API-Key")
+	require.Contains(t, rec.Body.String(), "header X-API-Key is missing", "a NoKeyError's reason is shown")
+
+	// The text of any other error a key function returns is never shown.
+	secret := func(*http.Request) (string, error) { return "", errors.New("lookup in db://user:pass@10.0.0.1 failed") }
+	custom, err := httplimit.Middleware([]httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, memstore.New()), Limit: sluice.PerMinute(5), Key: secret}})
+	require.NoError(t, err)
+	rec = httptest.NewRecorder()
+	custom(ok).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	require.Equal(t, http.StatusBadRequest, rec.Code)
+	require.NotContains(t, rec.Body.String(), "db://")
+	require.Contains(t, rec.Body.String(), `no rate-limit key for policy \"p\"`)
 }

@@ -204,19 +204,17 @@ func (c *config) keyError(w http.ResponseWriter, r *http.Request, policy string,
 		return
 	}
 	writeProblem(w, http.StatusBadRequest, problem{Type: "about:blank", Title: "Bad Request",
-		Detail: fmt.Sprintf("the request carries no rate-limit key for policy %q: %s", policy, clientReason(err))})
+		Detail: fmt.Sprintf("the request carries no rate-limit key for policy %q%s", policy, clientReason(err))})
 }
 
-// clientReason is err's message for the client, without the package
-// prefix.
+// clientReason is the reason of err's [NoKeyError], after ": ", or ""
+// when it has none: no other error's text reaches the client.
 func clientReason(err error) string {
-	msg := err.Error()
-	for _, prefix := range []string{"httplimit: no rate-limit key in the request: ", "httplimit: "} {
-		if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
-			return msg[len(prefix):]
-		}
+	var noKey *NoKeyError
+	if errors.As(err, &noKey) && noKey.Reason != "" {
+		return ": " + noKey.Reason
 	}
-	return msg
+	return ""
 }
 
 // deny answers a denial: 503 when a Closed fallback refused the request

@@ -19,6 +19,17 @@ type KeyFunc func(r *http.Request) (string, error)
 // the request by: the client's fault (the middleware answers 400).
 var ErrNoKey = errors.New("httplimit: no rate-limit key in the request")
 
+// NoKeyError is the error of a KeyFunc that found nothing to key the
+// request by, with a Reason safe to show the client (the middleware puts
+// it in the 400's detail; the text of any other error is never shown). It
+// wraps [ErrNoKey].
+type NoKeyError struct{ Reason string }
+
+func (e *NoKeyError) Error() string { return ErrNoKey.Error() + ": " + e.Reason }
+
+// Unwrap returns ErrNoKey.
+func (e *NoKeyError) Unwrap() error { return ErrNoKey }
+
 // ErrKeyMisconfigured is wrapped by the error of a KeyFunc that cannot key
 // any request because of how the server is set up, e.g. [RemoteAddr] on a
 // Unix-socket listener; the middleware answers 500, not 400.
@@ -63,7 +74,7 @@ func Header(name string) KeyFunc {
 	return func(r *http.Request) (string, error) {
 		v := r.Header.Get(name)
 		if v == "" {
-			return "", fmt.Errorf("%w: header %s is missing", ErrNoKey, name)
+			return "", &NoKeyError{Reason: "header " + name + " is missing"}
 		}
 		if len(v) > maxHeaderKey || strings.HasPrefix(v, "sha256:") {
 			sum := sha256.Sum256([]byte(v))

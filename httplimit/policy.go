@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 )
 
 // policy is a Policy checked and ready to serve.
@@ -78,7 +79,7 @@ func preparePolicy(p Policy) (*policy, error) {
 		return nil, fmt.Errorf("httplimit: policy %q: burst: %d, but this algorithm has no burst (it allows Rate per Period): set it to the rate, %d, or leave it out",
 			p.Name, p.Limit.Burst, p.Limit.Rate)
 	}
-	if err := sluice.CheckRequest(p.Limiter, "httplimit", p.Limit, p.Cost); err != nil {
+	if err := ext.CheckRequest(p.Limiter, "httplimit", p.Limit, p.Cost); err != nil {
 		return nil, fail("cost", err)
 	}
 	prepared := &policy{Policy: p, quota: q}
@@ -110,7 +111,7 @@ func (p *policy) matches(r *http.Request) bool {
 // known is false.
 func quotaOf(l sluice.Limiter, limit sluice.Limit) (q quota, known bool) {
 	refills := false
-	if b, ok := l.(sluice.Bounded); ok && sluice.Supports(l, sluice.CanBound) {
+	if b, ok := sluice.As[sluice.Bounded](l); ok {
 		probe := sluice.Limit{Rate: 1, Period: time.Second, Burst: 2}
 		if c, err := b.Capacity("httplimit", probe); err == nil {
 			refills, known = c == probe.Burst, true

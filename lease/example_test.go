@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/store/memstore"
 )
@@ -39,15 +40,20 @@ func Example() {
 	fmt.Println("requests:", limiter.Stats().Requests, "held:", limiter.Held(key))
 
 	// Refunds go back into the lease, up to what it has spent.
-	fmt.Println("refund:", sluice.Supports(limiter, sluice.CanRefund))
-	if _, err := limiter.Refund(ctx, key, limit, 2); err != nil {
+	refunder, ok := sluice.As[sluice.Refunder](limiter)
+	fmt.Println("refund:", ok)
+	if _, err := refunder.Refund(ctx, key, limit, 2); err != nil {
 		panic(err)
 	}
 	fmt.Println("held after a refund of 2:", limiter.Held(key))
 
 	// A lease.Limiter serves what the token bucket serves but leases: it
 	// does not lease to a decorator above it.
-	fmt.Println(sluice.CapabilitiesOf(limiter))
+	_, resets := sluice.As[sluice.Resetter](limiter)
+	_, batches := sluice.As[sluice.BatchLimiter](limiter)
+	_, bounded := sluice.As[sluice.Bounded](limiter)
+	_, leases := sluice.As[ext.Leaser](limiter)
+	fmt.Println("reset:", resets, "batch:", batches, "bound:", bounded, "lease:", leases)
 
 	if err := limiter.Close(); err != nil { // releases the unspent tokens
 		panic(err)
@@ -64,7 +70,7 @@ func Example() {
 	// requests: 1 held: 6
 	// refund: true
 	// held after a refund of 2: 8
-	// refund|reset|batch|bound
+	// reset: true batch: true bound: true lease: false
 	// releases: 1
 	// lease: limiter closed
 }

@@ -2,7 +2,7 @@
 // in process, so that most decisions cost no round trip to Redis, without
 // letting the processes together admit more than the limit.
 //
-// [New] wraps a limiter that leases ([sluice.CanLease]: the token bucket or
+// [New] wraps a limiter that leases ([ext.Leaser]: the token bucket or
 // GCRA, or a decorator over one) and refuses any other, a lease included.
 // [WithBatch] sets B, the tokens a lease asks for (default [DefaultBatch]);
 // a busy key's lease grows up to [WithMaxBatch], and a process holds fewer
@@ -32,14 +32,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/batching"
-	"github.com/sluicehq/sluice/internal/forward"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/batching"
 )
 
 // Defaults, each overridable with an option.
@@ -59,24 +60,22 @@ const (
 // Limiter leases tokens from a shared limit. It is safe for concurrent use;
 // Close it to release what it holds and stop its janitor.
 //
-// It serves refunds (into the lease: see [Limiter.Refund]), resets and
-// batches whenever the limiter it wraps does, and its capacity is the
-// wrapped limiter's. It does not lease to a decorator above it.
+// It serves refunds (into the lease first, then to the wrapped limiter)
+// and resets whenever the limiter it wraps does (see [sluice.As]), and
+// always serves batches (each request as AllowN) and Capacity (the
+// wrapped limiter's). It does not lease to a decorator above it.
 type Limiter struct {
 	next     sluice.Limiter
-	leaser   sluice.Leaser
+	leaser   ext.Leaser
 	batch    int64 // B
 	maxBatch int64 // the largest a lease grows
 	hold     time.Duration
 	margin   time.Duration // a lease stops being spent this long before the store's reservation ends
 	holder   int64         // this Limiter's name in the shared ledgers
 
-	// base and clock: the Limiter's clock is monotonic nanoseconds since
-	// base. clock is moved every clockTick by the janitor, so that the hot
-	// path reads an atomic instead of the system clock; a decision near a
-	// lease's deadline (within half the margin) reads the clock itself.
+	// The Limiter's clock is nanoseconds since base, read from clock.
+	clock sluice.Clock
 	base  time.Time
-	clock atomic.Int64
 
 	leases sync.Map // key string -> *lease
 	closed atomic.Bool
@@ -85,7 +84,7 @@ type Limiter struct {
 	stopping bool           // Close has begun: no request starts
 	ops      sync.WaitGroup // requests and releases in flight
 
-	requests, releases atomic.Int64
+	requests, releases, sweeps atomic.Int64
 
 	// sender sends lease requests in batches when next takes them (the
 	// bucket algorithms' LeaseBatch); nil sends each alone.
@@ -94,6 +93,11 @@ type Limiter struct {
 	queue   []*pending // requests waiting for a batch, oldest first
 	senders int        // goroutines sending batches, at most maxSenders
 
+	// The janitor sleeps until armed (the Limiter's clock), the earliest
+	// time a lease must be released or forgotten; wake tells it of an
+	// earlier one. Nothing armed (math.MaxInt64): it sleeps until woken.
+	armed   atomic.Int64
+	wake    chan struct{}
 	stop    chan struct{}
 	stopped sync.WaitGroup
 }
@@ -134,80 +138,16 @@ type denial struct {
 	d     sluice.Decision
 }
 
-// Option configures a [Limiter].
-type Option func(*config) error
-
-type config struct {
-	batch, maxBatch int64
-	hold            time.Duration
-	byTag           bool
-}
-
-// WithBatch sets B, how many tokens a lease asks for at a time (default
-// [DefaultBatch]). A busy key's leases grow up to [WithMaxBatch].
-func WithBatch(b int64) Option {
-	return func(c *config) error {
-		if b < 1 {
-			return fmt.Errorf("lease: WithBatch(%d): must be at least 1", b)
-		}
-		c.batch = b
-		return nil
-	}
-}
-
-// WithMaxBatch sets how large a busy key's lease may grow (default 8 × B,
-// at least B): a process holds fewer than 2 × that many tokens of a key.
-// Give B to keep every lease at B, and the tokens held below 2 × B, at the
-// cost of decisions waiting for Redis when a process spends more than B
-// tokens of one key per round trip.
-func WithMaxBatch(m int64) Option {
-	return func(c *config) error {
-		if m < 1 {
-			return fmt.Errorf("lease: WithMaxBatch(%d): must be at least 1", m)
-		}
-		c.maxBatch = m
-		return nil
-	}
-}
-
-// ByHashTag makes only keys with the same hash tag share a batch of lease
-// requests, from the start. Give it when next runs on a go-redis Ring,
-// which runs a batch on the shard of its first key and reports nothing; a
-// Redis Cluster is detected without it (its first cross-slot batch is
-// refused before it runs).
-func ByHashTag() Option {
-	return func(c *config) error {
-		c.byTag = true
-		return nil
-	}
-}
-
-// WithHold sets how long a lease's tokens may be spent before they are
-// released (default [DefaultHold]): whole milliseconds, 10 ms to 1 hour.
-// Shorter holds give idle tokens back sooner and cost more releases.
-func WithHold(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 10*time.Millisecond || d > sluice.MaxLeaseHold || d%time.Millisecond != 0 {
-			return fmt.Errorf("lease: WithHold(%s): must be whole milliseconds from 10ms to %s", d, sluice.MaxLeaseHold)
-		}
-		c.hold = d
-		return nil
-	}
-}
-
 // New returns a Limiter leasing from next, which must serve leases
-// ([sluice.CanLease]: the token bucket and GCRA, or a decorator over one).
+// ([ext.Leaser]: the token bucket and GCRA, or a decorator over one).
 // It starts one janitor goroutine that releases expired leases; Close
 // stops it. It does no I/O.
 func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
-	if err := sluice.RequireCapabilities("lease", next, sluice.CanLease); err != nil {
+	leaser, err := ext.Require[ext.Leaser]("lease", next)
+	if err != nil {
 		return nil, err
 	}
-	leaser, ok := next.(sluice.Leaser)
-	if !ok {
-		return nil, sluice.Unsupported("lease", sluice.CanLease, next)
-	}
-	c := config{batch: DefaultBatch, hold: DefaultHold}
+	c := config{batch: DefaultBatch, hold: DefaultHold, clock: sluice.SystemClock{}}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("lease: option %d is nil", i)
@@ -229,27 +169,22 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 		// leaves time for the release to arrive while the store still
 		// reserves the tokens, so that they go back at once.
 		margin: max(c.hold/8, 5*time.Millisecond),
-		base:   time.Now(),
+		clock:  c.clock,
+		base:   c.clock.Now(),
 		holder: 1 + rand.Int64N(1<<62),
+		wake:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 	}
-	if b, ok := next.(batching.LeaseNext); ok {
-		l.sender = batching.NewLeaseSender(b, c.byTag)
+	l.armed.Store(math.MaxInt64)
+	if b, ok := sluice.As[ext.LeaseBatcher](next); ok {
+		l.sender = batching.NewLeaseSender(leaser, b, c.byTag)
 	}
 	l.stopped.Go(l.janitor)
 	return l, nil
 }
 
-// clockTick is how often the Limiter's clock moves.
-const clockTick = time.Millisecond
-
-// now reads the Limiter's clock exactly, and moves it (never back).
-func (l *Limiter) now() int64 {
-	now := int64(time.Since(l.base))
-	for old := l.clock.Load(); now > old && !l.clock.CompareAndSwap(old, now); old = l.clock.Load() {
-	}
-	return now
-}
+// now reads the Limiter's clock.
+func (l *Limiter) now() int64 { return int64(l.clock.Now().Sub(l.base)) }
 
 // since is t on the Limiter's clock.
 func (l *Limiter) since(t time.Time) int64 { return int64(t.Sub(l.base)) }
@@ -263,7 +198,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
-	if err := sluice.ValidateKey(key); err != nil {
+	if err := ext.ValidateKey(key); err != nil {
 		return sluice.Decision{}, fmt.Errorf("lease: %w", err)
 	}
 	if l.closed.Load() {
@@ -274,7 +209,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 		return sluice.Decision{}, err
 	}
 	if n < 0 || n > le.capacity {
-		return sluice.Decision{}, fmt.Errorf("lease: %w", sluice.CheckRequest(l.next, key, limit, n))
+		return sluice.Decision{}, fmt.Errorf("lease: %w", ext.CheckRequest(l.next, key, limit, n))
 	}
 	if n == 0 || n > l.batch {
 		return l.direct(ctx, le, n)
@@ -299,10 +234,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 			waited = 0
 			continue
 		}
-		now := l.clock.Load()
-		if now+int64(l.margin/2) >= le.deadline {
-			now = l.now() // near the deadline, the clock itself
-		}
+		now := l.now()
 		if le.reserved > 0 && now >= le.deadline && le.busy == nil {
 			l.releaseLocked(le) // expired: give back what it holds before asking again
 		}
@@ -385,13 +317,13 @@ func (l *Limiter) take(ctx context.Context, le *lease, n int64, done func()) (sl
 }
 
 // await asks for req and waits for its decision, as take and direct do.
-func (l *Limiter) await(ctx context.Context, le *lease, req sluice.LeaseRequest, done func()) (sluice.Decision, error) {
+func (l *Limiter) await(ctx context.Context, le *lease, req ext.LeaseRequest, done func()) (sluice.Decision, error) {
 	type answer struct {
 		d   sluice.Decision
 		err error
 	}
 	answered := make(chan answer, 1)
-	l.ask(&pending{le: le, req: req, done: done, then: func(g sluice.Grant, err error) {
+	l.ask(&pending{le: le, req: req, done: done, then: func(g ext.Grant, err error) {
 		if err != nil {
 			answered <- answer{err: err}
 			return
@@ -415,11 +347,11 @@ func (l *Limiter) await(ctx context.Context, le *lease, req sluice.LeaseRequest,
 // pending is a lease request on its way.
 type pending struct {
 	le   *lease
-	req  sluice.LeaseRequest
+	req  ext.LeaseRequest
 	sent time.Time // before the request left: the store's clock reads later
 	// then is called with le.mu held once the answer is applied; done
 	// ends the request (le.busy) after that.
-	then func(sluice.Grant, error)
+	then func(ext.Grant, error)
 	done func()
 }
 
@@ -430,7 +362,7 @@ func (l *Limiter) ask(p *pending) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 			defer cancel()
-			p.sent = time.Now()
+			p.sent = l.clock.Now()
 			g, err := l.leaser.Lease(ctx, p.req)
 			l.land(p, g, err)
 		}()
@@ -477,12 +409,12 @@ func (l *Limiter) sendQueued() {
 		l.queue = left
 		l.queueMu.Unlock()
 
-		reqs := make([]sluice.LeaseRequest, len(batch))
-		sent := time.Now()
+		reqs := make([]ext.LeaseRequest, len(batch))
+		sent := l.clock.Now()
 		for i, p := range batch {
 			reqs[i], p.sent = p.req, sent
 		}
-		results := make([]sluice.LeaseResult, len(batch))
+		results := make([]ext.LeaseResult, len(batch))
 		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 		l.sender.Decide(ctx, reqs, results)
 		cancel()
@@ -493,7 +425,7 @@ func (l *Limiter) sendQueued() {
 }
 
 // land applies the answer to p and ends it.
-func (l *Limiter) land(p *pending, g sluice.Grant, err error) {
+func (l *Limiter) land(p *pending, g ext.Grant, err error) {
 	le := p.le
 	le.mu.Lock()
 	if err != nil {
@@ -540,9 +472,9 @@ func (l *Limiter) direct(ctx context.Context, le *lease, n int64) (sluice.Decisi
 
 // request is a lease request for le: cost n and extra tokens, with what
 // the process holds. The caller holds le.mu.
-func (l *Limiter) request(le *lease, n, extra int64) sluice.LeaseRequest {
+func (l *Limiter) request(le *lease, n, extra int64) ext.LeaseRequest {
 	l.requests.Add(1)
-	return sluice.LeaseRequest{Key: le.key, Limit: le.limit, Holder: l.holder, Cost: n, Extra: extra, Held: le.tokens, Hold: l.hold}
+	return ext.LeaseRequest{Key: le.key, Limit: le.limit, Holder: l.holder, Cost: n, Extra: extra, Held: le.tokens, Hold: l.hold}
 }
 
 // apply adds a lease's answer to le, sent at sent. The caller holds le.mu.
@@ -554,7 +486,7 @@ func (l *Limiter) request(le *lease, n, extra int64) sluice.LeaseRequest {
 // near the limit one process cannot take what others need. A process
 // therefore holds fewer than 2 × maxBatch tokens of a key: what is left of
 // one lease (under its size) and the next.
-func (l *Limiter) apply(le *lease, req sluice.LeaseRequest, g sluice.Grant, sent time.Time) {
+func (l *Limiter) apply(le *lease, req ext.LeaseRequest, g ext.Grant, sent time.Time) {
 	le.round++
 	if g.Allowed {
 		le.tokens += g.Extra
@@ -572,6 +504,7 @@ func (l *Limiter) apply(le *lease, req sluice.LeaseRequest, g sluice.Grant, sent
 	}
 	le.remain = g.Remaining
 	le.resetAt = l.since(sent) + int64(g.ResetAfter)
+	l.schedule(le.due(l.hold))
 	switch {
 	case g.Allowed && le.dry:
 		le.grow = min(le.grow*2, l.maxBatch/l.batch)
@@ -630,7 +563,7 @@ func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
 	}
 	// A lease's limit was validated when it was made, so only a new one
 	// pays for validation.
-	capacity, err := forward.CapacityOr(l.next, key, limit)
+	capacity, err := ext.Capacity(l.next, key, limit)
 	if err != nil {
 		return nil, fmt.Errorf("lease: %w", err)
 	}
@@ -658,50 +591,6 @@ func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
 	}
 }
 
-// janitor moves the Limiter's clock every clockTick, and every sixteenth
-// of the hold releases the leases whose deadline passed.
-func (l *Limiter) janitor() {
-	tick := time.NewTicker(clockTick)
-	defer tick.Stop()
-	every := max(int64(l.hold/16), int64(clockTick))
-	var last int64
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-tick.C:
-			now := l.now()
-			if now-last >= every {
-				l.sweep(now, false)
-				last = now
-			}
-		}
-	}
-}
-
-// sweep releases the leases whose deadline passed (every lease when all
-// is set) and forgets them.
-func (l *Limiter) sweep(now int64, all bool) {
-	l.leases.Range(func(k, v any) bool {
-		le := v.(*lease)
-		le.mu.Lock()
-		defer le.mu.Unlock()
-		if le.busy != nil || !all && now < le.deadline && le.reserved > 0 {
-			return true
-		}
-		if !all && le.reserved == 0 && now-le.resetAt < int64(l.hold) {
-			return true // keep a recent lease's size and estimates
-		}
-		if l.leases.CompareAndDelete(k, le) {
-			le.replaced = true
-		}
-		if le.reserved > 0 {
-			l.releaseLocked(le)
-		}
-		return true
-	})
-}
-
 // Close stops the janitor and releases every lease, giving back its
 // unspent tokens; it waits for the releases. Later calls return
 // [ErrClosed]. It is safe to call more than once.
@@ -727,11 +616,14 @@ type Stats struct {
 	Requests int64
 	// Releases is the Release calls made.
 	Releases int64
+	// Sweeps is the times the janitor woke to release or forget leases:
+	// at most once per 100 ms, and never while nothing is leased.
+	Sweeps int64
 }
 
 // Stats returns what the Limiter asked of the shared limit since New.
 func (l *Limiter) Stats() Stats {
-	return Stats{Requests: l.requests.Load(), Releases: l.releases.Load()}
+	return Stats{Requests: l.requests.Load(), Releases: l.releases.Load(), Sweeps: l.sweeps.Load()}
 }
 
 // Held returns the tokens the Limiter holds for key, unspent.
@@ -746,21 +638,24 @@ func (l *Limiter) Held(key string) int64 {
 	return le.tokens
 }
 
-// Capabilities reports what the Limiter serves: what the limiter it wraps
-// serves, but leases (see [sluice.Capabler]).
-func (l *Limiter) Capabilities() sluice.Capability {
-	return sluice.CapabilitiesOf(l.next) &^ sluice.CanLease
-}
+// As finds the optional interfaces the wrapped limiter serves but leases
+// (see [sluice.As]): the Limiter serves refunds and resets through itself
+// when the wrapped limiter does, and always serves batches and Capacity.
+func (l *Limiter) As(target any) bool { return ext.Forward(target, l.next, forwarded{l}) }
+
+// forwarded holds the methods of the optional interfaces served only when
+// the wrapped limiter serves them.
+type forwarded struct{ *Limiter }
 
 // Refund gives n tokens that a request did not use back into key's lease,
 // up to what the lease reserves (its tokens spent and not yet reported);
 // the rest go to the wrapped limiter's Refund, which does not see
 // reservations.
-func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+func (l forwarded) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
-	if err := sluice.CheckRequest(l.next, key, limit, n); err != nil {
+	if err := ext.CheckRequest(l.next, key, limit, n); err != nil {
 		return sluice.Decision{}, fmt.Errorf("lease: %w", err)
 	}
 	if n < 1 {
@@ -782,18 +677,23 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n 
 			le.mu.Unlock()
 		}
 	}
-	return forward.Refund(ctx, "lease", l.next, key, limit, n)
+	inner, err := ext.Require[sluice.Refunder]("lease", l.next)
+	if err != nil {
+		return sluice.Decision{}, err
+	}
+	return inner.Refund(ctx, key, limit, n)
 }
 
 // Reset forgets key's lease (its tokens are given up and its reservation
 // released, before the reset) and resets the wrapped limiter's state of
 // key.
-func (l *Limiter) Reset(ctx context.Context, key string) error {
+func (l forwarded) Reset(ctx context.Context, key string) error {
 	if ctx == nil {
 		return sluice.ErrNilContext
 	}
-	if !sluice.Supports(l.next, sluice.CanReset) {
-		return sluice.Unsupported("lease", sluice.CanReset, l.next)
+	inner, err := ext.Require[sluice.Resetter]("lease", l.next)
+	if err != nil {
+		return err
 	}
 	if v, ok := l.leases.LoadAndDelete(key); ok {
 		le := v.(*lease)
@@ -819,7 +719,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 			}
 		}
 	}
-	return forward.Reset(ctx, "lease", l.next, key)
+	return inner.Reset(ctx, key)
 }
 
 // AllowBatch decides each request as AllowN does, in order.
@@ -827,14 +727,11 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
 	}
-	if !sluice.Supports(l.next, sluice.CanBatch) {
-		return nil, sluice.Unsupported("lease", sluice.CanBatch, l.next)
-	}
 	if len(reqs) < 1 || len(reqs) > sluice.MaxBatch {
 		return nil, fmt.Errorf("lease: a batch holds 1 to %d requests, got %d", sluice.MaxBatch, len(reqs))
 	}
 	for i, r := range reqs {
-		if err := sluice.CheckRequest(l.next, r.Key, r.Limit, r.N); err != nil {
+		if err := ext.CheckRequest(l.next, r.Key, r.Limit, r.N); err != nil {
 			return nil, &sluice.RequestError{Index: i, Err: fmt.Errorf("lease: %w", err)}
 		}
 	}
@@ -847,14 +744,13 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 
 // Capacity returns the wrapped limiter's capacity.
 func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
-	return forward.CapacityOr(l.next, key, limit)
+	return ext.Capacity(l.next, key, limit)
 }
 
 var (
 	_ sluice.Limiter      = (*Limiter)(nil)
-	_ sluice.Capabler     = (*Limiter)(nil)
-	_ sluice.Refunder     = (*Limiter)(nil)
-	_ sluice.Resetter     = (*Limiter)(nil)
+	_ sluice.Refunder     = forwarded{}
+	_ sluice.Resetter     = forwarded{}
 	_ sluice.BatchLimiter = (*Limiter)(nil)
 	_ sluice.Bounded      = (*Limiter)(nil)
 )

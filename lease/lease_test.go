@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/algorithms/fixedwindow"
 	"github.com/sluicehq/sluice/algorithms/gcra"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/goredisstore"
@@ -52,7 +53,7 @@ func (s *shared) AllowN(ctx context.Context, key string, limit sluice.Limit, n i
 	return s.Limiter.AllowN(ctx, key, limit, n)
 }
 
-func (s *shared) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+func (s *shared) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, error) {
 	s.leases.Add(1)
 	going := s.going.Add(1)
 	defer s.going.Add(-1)
@@ -60,7 +61,7 @@ func (s *shared) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Gra
 	}
 	time.Sleep(time.Duration(s.delay.Load()))
 	if s.fail.Load() {
-		return sluice.Grant{}, errStore
+		return ext.Grant{}, errStore
 	}
 	return s.Limiter.Lease(context.WithoutCancel(ctx), req)
 }
@@ -195,7 +196,7 @@ func TestProcessesOnRealRedis(t *testing.T) {
 	tb, err := tokenbucket.New(rueidisstore.New(client))
 	require.NoError(t, err)
 	time.Sleep(time.Second + 1300*time.Millisecond)
-	g, err := tb.Lease(t.Context(), sluice.LeaseRequest{Key: key, Limit: limit, Holder: 1, Hold: time.Second})
+	g, err := tb.Lease(t.Context(), ext.LeaseRequest{Key: key, Limit: limit, Holder: 1, Hold: time.Second})
 	require.NoError(t, err)
 	require.Equal(t, limit.Burst, g.Remaining, "full again after the hold and the refill time")
 }
@@ -291,7 +292,7 @@ func TestCloseGivesBackEveryUnspentToken(t *testing.T) {
 		_, err := l.AllowN(t.Context(), "k", noRefill, 1)
 		require.ErrorIs(t, err, lease.ErrClosed)
 	}
-	g, err := sh.Limiter.Lease(t.Context(), sluice.LeaseRequest{Key: "k", Limit: noRefill, Holder: 1, Hold: time.Second})
+	g, err := sh.Limiter.Lease(t.Context(), ext.LeaseRequest{Key: "k", Limit: noRefill, Holder: 1, Hold: time.Second})
 	require.NoError(t, err)
 	require.EqualValues(t, 1000-600, g.Remaining)
 }
@@ -387,11 +388,67 @@ func TestOnlyALeaserCanBeLeasedFrom(t *testing.T) {
 	require.Error(t, err)
 	g, err := gcra.New(memstore.New())
 	require.NoError(t, err)
+	require.Equal(t, []string{"refund", "reset", "batch", "bound", "lease", "leasebatch"}, sluicetest.Capabilities(t, g))
 	l, err := lease.New(g)
 	require.NoError(t, err)
+	defer l.Close()
+	require.Equal(t, []string{"refund", "reset", "batch", "bound"}, sluicetest.Capabilities(t, l),
+		"what GCRA serves but leases: a lease does not lease to another")
+	_, ok := sluice.As[ext.Leaser](l)
+	require.False(t, ok, "a lease does not lease to another")
+	_, ok = sluice.As[ext.LeaseBatcher](l)
+	require.False(t, ok)
+	requireOwnType(t, l)
 	require.NoError(t, l.Close())
-	require.False(t, sluice.Supports(l, sluice.CanLease), "a lease does not lease to another")
-	require.True(t, sluice.Supports(l, sluice.CanRefund|sluice.CanReset|sluice.CanBatch|sluice.CanBound))
+}
+
+// requireOwnType requires that l's own type claims batches and Capacity,
+// which a lease.Limiter always serves, and none of the optional interfaces
+// it serves only through sluice.As (refunds and resets, when the wrapped
+// limiter does) or never (leases).
+func requireOwnType(t *testing.T, l sluice.Limiter) {
+	t.Helper()
+	_, ok := l.(sluice.BatchLimiter)
+	require.True(t, ok, "%T always serves batches", l)
+	_, ok = l.(sluice.Bounded)
+	require.True(t, ok, "%T always serves Capacity", l)
+	_, ok = l.(sluice.Refunder)
+	require.False(t, ok, "%T claims Refunder", l)
+	_, ok = l.(sluice.Resetter)
+	require.False(t, ok, "%T claims Resetter", l)
+	_, ok = l.(ext.Leaser)
+	require.False(t, ok, "%T claims Leaser", l)
+	_, ok = l.(ext.LeaseBatcher)
+	require.False(t, ok, "%T claims LeaseBatcher", l)
+}
+
+// TestOverALeaserOnlyItServesBatchesAndCapacityOnly: over a limiter that
+// leases and serves nothing else optional, a lease.Limiter serves what it
+// always serves, batches and Capacity, and no refund or reset.
+func TestOverALeaserOnlyItServesBatchesAndCapacityOnly(t *testing.T) {
+	next := &sluicetest.RecordingLeaser{FullLimit: true}
+	require.Equal(t, []string{"lease"}, sluicetest.Capabilities(t, next))
+	l, err := lease.New(next, lease.WithBatch(10))
+	require.NoError(t, err)
+	defer l.Close()
+	require.Equal(t, []string{"batch", "bound"}, sluicetest.Capabilities(t, l))
+	_, ok := sluice.As[sluice.Refunder](l)
+	require.False(t, ok)
+	_, ok = sluice.As[sluice.Resetter](l)
+	require.False(t, ok)
+	requireOwnType(t, l)
+	limit := sluice.PerSecond(10).WithBurst(20)
+	c, err := l.Capacity("k", limit)
+	require.NoError(t, err)
+	require.Equal(t, limit.Burst, c)
+	res, err := l.AllowBatch(t.Context(), []sluice.Request{{Key: "k", Limit: limit, N: 1}, {Key: "k", Limit: limit, N: 1}})
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+		require.True(t, r.Decision.Allowed)
+	}
+	require.NoError(t, l.Close())
 }
 
 func TestBadInputIsAnError(t *testing.T) {
@@ -437,7 +494,9 @@ func TestRefundGoesBackIntoTheLease(t *testing.T) {
 		require.NoError(t, err)
 	}
 	held := l.Held("k")
-	_, err = l.Refund(t.Context(), "k", limit, 2)
+	r, ok := sluice.As[sluice.Refunder](l)
+	require.True(t, ok)
+	_, err = r.Refund(t.Context(), "k", limit, 2)
 	require.NoError(t, err)
 	require.Equal(t, held+2, l.Held("k"))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/fixedwindow"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/multilimit"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/memstore"
@@ -137,18 +138,22 @@ func TestScriptRejectsBadArguments(t *testing.T) {
 				keys []string
 				args []int64
 				want error
+				code string // the error reply's, from the script and its Go twin alike
 			}{
-				{[]string{k}, []int64{1, 1, 6, 5, 1_000_000, 5}, sluice.ErrInvalidLimit}, // algorithm 6
-				{[]string{k}, []int64{1, 1, 0, 5, 1_000_000, 5}, sluice.ErrInvalidLimit}, // algorithm 0
-				{[]string{k, k}, []int64{1, 2, 1, 5, 1_000_000, 5, 1, 5, 1_000_000, 5}, sluice.ErrInvalidKey},
-				{[]string{k}, []int64{-1, 1, 1, 5, 1_000_000, 5}, sluice.ErrInvalidCost},
-				{[]string{k}, []int64{6, 1, 1, 5, 1_000_000, 5}, sluice.ErrCostExceedsBurst},
-				{[]string{k}, []int64{1, 2, 1, 5, 1_000_000, 5}, sluice.ErrInvalidKey},        // m != #KEYS
-				{[]string{k}, []int64{1, 1, 1, 5, 1_000_000}, sluice.ErrInvalidLimit},         // short
-				{[]string{k}, []int64{1, 1, 5, 20_000, 1_000_000, 5}, sluice.ErrInvalidLimit}, // sliding log rate
+				{[]string{k}, []int64{1, 1, 6, 5, 1_000_000, 5}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit}, // algorithm 6
+				{[]string{k}, []int64{1, 1, 0, 5, 1_000_000, 5}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit}, // algorithm 0
+				{[]string{k, k}, []int64{1, 2, 1, 5, 1_000_000, 5, 1, 5, 1_000_000, 5}, sluice.ErrInvalidKey, ext.CodeInvalidKey},
+				{[]string{k}, []int64{-1, 1, 1, 5, 1_000_000, 5}, sluice.ErrInvalidCost, ext.CodeInvalidCost},
+				{[]string{k}, []int64{6, 1, 1, 5, 1_000_000, 5}, sluice.ErrCostExceedsBurst, ext.CodeCostExceedsBurst},
+				{[]string{k}, []int64{1, 2, 1, 5, 1_000_000, 5}, sluice.ErrInvalidKey, ext.CodeInvalidKey},          // m != #KEYS
+				{[]string{k}, []int64{1, 1, 1, 5, 1_000_000}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit},         // short
+				{[]string{k}, []int64{1, 1, 5, 20_000, 1_000_000, 5}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit}, // sliding log rate
 			} {
 				_, err := tier.Store.Run(t.Context(), multilimit.Script(), tc.keys, tc.args)
-				require.ErrorIs(t, sluice.ScriptError(err), tc.want, "%v %v", tc.keys, tc.args)
+				require.ErrorIs(t, err, tc.want, "%v %v", tc.keys, tc.args)
+				var se *ext.ServerError
+				require.ErrorAs(t, err, &se, "%v %v: an error reply", tc.keys, tc.args)
+				require.Equal(t, tc.code, se.Code, "%v %v", tc.keys, tc.args)
 				for _, suffix := range []string{"", ":tb", ":sl"} {
 					_, found, err := tier.Get(t.Context(), k+suffix)
 					require.NoError(t, err)

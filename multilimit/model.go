@@ -1,29 +1,28 @@
 package multilimit
 
 import (
-	"errors"
-
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 // The Go twin of multilimit.lua: the same checks in the same order, then
-// each algorithm's own model (its scriptlimit.DecideFunc) in two passes.
+// each algorithm's own model (its algorithm.DecideFunc) in two passes.
 
 var (
-	errModelInvalidCost  = errors.New("SLUICE_INVALID_COST cost must be an integer")
-	errModelInvalidKeys  = errors.New("SLUICE_INVALID_KEY one key per limit expected (1 to 16)")
-	errModelInvalidArgs  = errors.New("SLUICE_INVALID_LIMIT 4 arguments per limit expected")
-	errModelEmptyKey     = errors.New("SLUICE_INVALID_KEY keys must not be empty")
-	errModelSharedKey    = errors.New("SLUICE_INVALID_KEY two limits of one call share a state key")
-	errModelInvalidLimit = errors.New("SLUICE_INVALID_LIMIT algorithm, rate, period_us and burst must be integers in range")
-	errModelInvalidNow   = errors.New("SLUICE_INVALID_LIMIT now_us must be an integer in range")
-	errModelSecondPass   = errors.New("SLUICE_INTERNAL a limit decided differently on its second pass")
+	errModelInvalidCost  = ext.NewServerError("SLUICE_INVALID_COST cost must be an integer")
+	errModelInvalidKeys  = ext.NewServerError("SLUICE_INVALID_KEY one key per limit expected (1 to 16)")
+	errModelInvalidArgs  = ext.NewServerError("SLUICE_INVALID_LIMIT 4 arguments per limit expected")
+	errModelEmptyKey     = ext.NewServerError("SLUICE_INVALID_KEY keys must not be empty")
+	errModelSharedKey    = ext.NewServerError("SLUICE_INVALID_KEY two limits of one call share a state key")
+	errModelInvalidLimit = ext.NewServerError("SLUICE_INVALID_LIMIT algorithm, rate, period_us and burst must be integers in range")
+	errModelInvalidNow   = ext.NewServerError("SLUICE_INVALID_LIMIT now_us must be an integer in range")
+	errModelSecondPass   = ext.NewServerError("SLUICE_INTERNAL a limit decided differently on its second pass")
 )
 
 type modelLimit struct {
-	spec *scriptlimit.Spec
-	args scriptlimit.Args
+	spec *algorithm.Spec
+	args algorithm.Args
 }
 
 func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
@@ -55,13 +54,13 @@ func runLocal(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 			rate < 1 || rate > min(periodUs, 1e12) || burst < 1 || burst > 1e12 {
 			return nil, errModelInvalidLimit
 		}
-		limits[i] = modelLimit{spec: specs[id-1], args: scriptlimit.Args{
+		limits[i] = modelLimit{spec: specs[id-1], args: algorithm.Args{
 			Key: keys[i], Rate: rate, PeriodUs: periodUs, Burst: burst, Cost: cost}}
 	}
 	now := tx.NowMicros()
 	if len(args) == 3+4*m {
 		now = args[2+4*m]
-		if now < 0 || now > scriptlimit.MaxNowMicros {
+		if now < 0 || now > algorithm.MaxNowMicros {
 			return nil, errModelInvalidNow
 		}
 	}

@@ -32,14 +32,16 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice"
-	// The algorithms register their specs (scriptlimit.Register) as they
+	"github.com/sluicehq/sluice/ext"
+
+	// The algorithms register their specs (algorithm.Register) as they
 	// initialise; the script below is built from them.
 	_ "github.com/sluicehq/sluice/algorithms/fixedwindow"
 	_ "github.com/sluicehq/sluice/algorithms/gcra"
 	_ "github.com/sluicehq/sluice/algorithms/slidingcounter"
 	_ "github.com/sluicehq/sluice/algorithms/slidinglog"
 	_ "github.com/sluicehq/sluice/algorithms/tokenbucket"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 // Algorithm names the algorithm of one check.
@@ -62,7 +64,7 @@ var algorithms = []Algorithm{TokenBucket, GCRA, FixedWindow, SlidingCounter, Sli
 var source string
 
 var (
-	specs  = make([]*scriptlimit.Spec, len(algorithms))
+	specs  = make([]*algorithm.Spec, len(algorithms))
 	script = sluice.NewScript(buildSource(), runLocal)
 )
 
@@ -72,7 +74,7 @@ func buildSource() string {
 	var b strings.Builder
 	names := make([]string, len(algorithms))
 	for i, a := range algorithms {
-		specs[i] = scriptlimit.Registered(string(a))
+		specs[i] = algorithm.Registered(string(a))
 		if specs[i] == nil {
 			panic("multilimit: algorithm " + string(a) + " is not registered")
 		}
@@ -89,7 +91,7 @@ func buildSource() string {
 	if end < at {
 		panic("multilimit: multilimit.lua's ALGORITHMS comment has no end")
 	}
-	return scriptlimit.Lib() + source[:at] + b.String() + source[end+2:]
+	return algorithm.Lib() + source[:at] + b.String() + source[end+2:]
 }
 
 // Script returns the multi-limit script paired with its Go model.
@@ -105,7 +107,7 @@ func algorithmNames() string {
 	return strings.Join(names, ", ")
 }
 
-func specOf(a Algorithm) (int, *scriptlimit.Spec) {
+func specOf(a Algorithm) (int, *algorithm.Spec) {
 	if a == "" {
 		a = TokenBucket
 	}
@@ -200,14 +202,14 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 	args[0], args[1] = n, int64(len(checks))
 	for i, c := range checks {
 		id, spec := specOf(c.Algorithm)
-		if err := sluice.ValidateKey(c.Key); err != nil {
+		if err := ext.ValidateKey(c.Key); err != nil {
 			return Decision{}, fmt.Errorf("multilimit: check %d: %w", i, err)
 		}
 		if err := c.Algorithm.Validate(c.Limit, n); err != nil {
 			return Decision{}, fmt.Errorf("multilimit: check %d: %w", i, err)
 		}
 		keys[i] = c.Key + spec.KeySuffix
-		if sluice.HashSlot(keys[i]) != sluice.HashSlot(keys[0]) {
+		if ext.HashSlot(keys[i]) != ext.HashSlot(keys[0]) {
 			return Decision{}, ErrCrossSlot
 		}
 		for j := range i {
@@ -221,14 +223,14 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 	if l.clock != nil {
 		t := l.clock.Now()
 		now := t.UnixMicro()
-		if now < 0 || now > scriptlimit.MaxNowMicros {
+		if now < 0 || now > algorithm.MaxNowMicros {
 			return Decision{}, fmt.Errorf("multilimit: the clock reads %s, outside the years 1970 to 2100", t)
 		}
 		args = append(args, now)
 	}
 	reply, err := l.store.Run(ctx, script, keys, args)
 	if err != nil {
-		return Decision{}, fmt.Errorf("multilimit: %w", sluice.ScriptError(err))
+		return Decision{}, fmt.Errorf("multilimit: %w", err)
 	}
 	if len(reply) != 2+3*len(checks) || reply[0] != 0 && reply[0] != 1 || reply[1] < 0 || reply[1] > int64(len(checks)) {
 		return Decision{}, fmt.Errorf("multilimit: %w: %v", sluice.ErrUnexpectedReply, reply)

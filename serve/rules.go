@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/coalesce"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/lease"
@@ -122,7 +123,7 @@ func buildRule(pc PolicyConfig, store sluice.Store, mp metric.MeterProvider) (*r
 	if err != nil {
 		return nil, err
 	}
-	if err := sluice.CheckRequest(alg, "serve", limit, cost); err != nil {
+	if err := ext.CheckRequest(alg, "serve", limit, cost); err != nil {
 		return nil, fmt.Errorf("cost or limit: %w", err)
 	}
 	if b, ok := alg.(sluice.Bounded); ok {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/httplimit"
 )
 
@@ -170,7 +171,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		}
 		cost := int64(hits) * r.cost
 		key := rs.keyOf(r, entries)
-		if err := sluice.CheckRequest(r.limiter, key, r.limit, cost); err != nil {
+		if err := ext.CheckRequest(r.limiter, key, r.limit, cost); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d (policy %q): hits_addend %d: %v", i, r.name, hits, err)
 		}
 		checks[i] = check{r, key, cost}
@@ -307,7 +308,7 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request) {
 		cost = rule.cost
 	}
 	key := rs.keyOfID(rule, req.Key)
-	if err := sluice.CheckRequest(rule.limiter, key, rule.limit, cost); err != nil {
+	if err := ext.CheckRequest(rule.limiter, key, rule.limit, cost); err != nil {
 		badRequest(w, "cost: %v", err)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/shard"
 	"github.com/sluicehq/sluice/store/memstore"
 )
@@ -47,22 +48,29 @@ func Example() {
 	}
 	fmt.Println("largest cost for the hot key:", c)
 
-	// A refund goes to the share that is short; the Decision adds up the
-	// shares.
-	d, err = limiter.Refund(ctx, hot, limit, 1)
+	// The Limiter serves what the token bucket serves, found with
+	// sluice.As. A refund goes to the share that is short; the Decision
+	// adds up the shares.
+	refunder, ok := sluice.As[sluice.Refunder](limiter)
+	if !ok {
+		panic("the token bucket refunds")
+	}
+	d, err = refunder.Refund(ctx, hot, limit, 1)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("after a refund:", d.Remaining)
 
-	fmt.Println(sluice.CapabilitiesOf(limiter)) // all that the token bucket serves
+	_, resets := sluice.As[sluice.Resetter](limiter)
+	_, leases := sluice.As[ext.Leaser](limiter)
+	fmt.Println("resets:", resets, "leases:", leases)
 	// Output:
 	// sharded: true false
 	// hot:  allowed=true limit=1000/1m0s burst 1000 remaining=996 estimated=true
 	// cold: allowed=true limit=1000/1m0s burst 1000 remaining=999 estimated=false
 	// largest cost for the hot key: 250
 	// after a refund: 1000
-	// refund|reset|batch|bound|lease
+	// resets: true leases: true
 }
 
 // A sub-key keeps the key's shape and changes only its hash tag: the tag,
@@ -70,7 +78,7 @@ func Example() {
 // slot in the middle of the share's quarter of the 16,384 slots.
 func ExampleSubKeys() {
 	for _, k := range shard.SubKeys(sluice.Key("tenant:42", "api"), 4) {
-		fmt.Println(k, "slot", sluice.HashSlot(k))
+		fmt.Println(k, "slot", ext.HashSlot(k))
 	}
 	fmt.Println(shard.SubKey("tenant:42", 2, 4)) // share 2 of a key without a hash tag
 	// Output:

@@ -23,7 +23,8 @@
 // [sluice.ErrCostExceedsBurst], and each share ([Share]) must be a limit
 // the algorithm accepts (tokenbucket.ValidateLimit).
 //
-// A Limiter serves what the limiter it wraps serves ([sluice.Capabler]):
+// A Limiter serves what the limiter it wraps serves (see [sluice.As]), but
+// batches of leases, and always serves Capacity:
 // Refund goes to the shares that are short, Reset clears the key and its
 // sub-keys, and Lease sends each holder to one share ([HolderShare]), so
 // under lease.New a process alone gets 1 / S of the limit.
@@ -41,8 +42,8 @@ import (
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/batching"
-	"github.com/sluicehq/sluice/internal/forward"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/batching"
 )
 
 const pkg = "shard"
@@ -71,12 +72,11 @@ const maxCachedKeys = 4096
 
 var (
 	_ sluice.Limiter      = (*Limiter)(nil)
-	_ sluice.Capabler     = (*Limiter)(nil)
-	_ sluice.Refunder     = (*Limiter)(nil)
-	_ sluice.Resetter     = (*Limiter)(nil)
-	_ sluice.BatchLimiter = (*Limiter)(nil)
+	_ sluice.Refunder     = forwarded{}
+	_ sluice.Resetter     = forwarded{}
+	_ sluice.BatchLimiter = forwarded{}
 	_ sluice.Bounded      = (*Limiter)(nil)
-	_ sluice.Leaser       = (*Limiter)(nil)
+	_ ext.Leaser          = forwarded{}
 )
 
 // DefaultShards is the number of sub-keys when [WithShards] is not given.
@@ -125,7 +125,7 @@ func WithHotKeys(keys ...string) Option {
 			return errors.New("shard: WithHotKeys(): give at least one key, or omit the option to shard every key")
 		}
 		for i, k := range keys {
-			if err := sluice.ValidateKey(k); err != nil {
+			if err := ext.ValidateKey(k); err != nil {
 				return fmt.Errorf("shard: WithHotKeys(%s): key %d: %w", quoteAll(keys), i, err)
 			}
 		}
@@ -160,7 +160,7 @@ func WithPredicate(hot func(key string) bool) Option {
 // New returns a Limiter that shards keys over next. It serves every
 // capability next serves, and does no I/O.
 func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
-	if err := sluice.RequireCapabilities(pkg, next, 0); err != nil {
+	if err := ext.RequireNext(pkg, next); err != nil {
 		return nil, err
 	}
 	if _, ok := next.(*Limiter); ok {
@@ -185,9 +185,9 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 			l.tags[tag] = true
 		}
 	}
-	if b, ok := next.(batching.Next); ok && sluice.Supports(next, sluice.CanBatch) {
+	if b, ok := sluice.As[sluice.BatchLimiter](next); ok {
 		l.batch = b
-		l.sender = batching.NewSender(b, true)
+		l.sender = batching.NewSender(next, b, true)
 	}
 	return l, nil
 }
@@ -240,7 +240,7 @@ type plan struct {
 // plan splits limit for key, checking it and every share (on its sub-key)
 // against next, and finds key's sub-keys.
 func (l *Limiter) plan(p *plan, key string, limit sluice.Limit) error {
-	if err := sluice.ValidateKey(key); err != nil {
+	if err := ext.ValidateKey(key); err != nil {
 		return fmt.Errorf("shard: %w", err)
 	}
 	if err := limit.Validate(); err != nil {
@@ -255,7 +255,7 @@ func (l *Limiter) plan(p *plan, key string, limit sluice.Limit) error {
 			continue
 		}
 		share := Share(limit, s, from)
-		c, err := forward.CapacityOr(l.next, p.subKeys[from], share)
+		c, err := ext.Capacity(l.next, p.subKeys[from], share)
 		if err != nil {
 			return fmt.Errorf("shard: share %d of %d of %s (%s): %w", from, s, limit, share, err)
 		}
@@ -286,10 +286,10 @@ func (p *plan) share(i int) sluice.Limit { return Share(p.limit, p.s, i) }
 func (p *plan) checkCost(n int64) error {
 	switch {
 	case n < 0:
-		return fmt.Errorf("shard: %w", sluice.NewCostError(n, p.limit, "cost must not be negative", false))
+		return fmt.Errorf("shard: %w", &sluice.CostError{Cost: n, Limit: p.limit, Reason: "cost must not be negative"})
 	case n > p.minCap:
-		return fmt.Errorf("shard: %w", sluice.NewCostError(n, p.limit,
-			fmt.Sprintf("cost exceeds %d, the most one of the key's %d shares can ever allow", p.minCap, p.s), true))
+		return fmt.Errorf("shard: %w", &sluice.CostError{Cost: n, Limit: p.limit, Exceeds: true,
+			Reason: fmt.Sprintf("cost exceeds %d, the most one of the key's %d shares can ever allow", p.minCap, p.s)})
 	}
 	return nil
 }
@@ -364,9 +364,13 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 // otherShare picks a share other than first, at random.
 func otherShare(first, s int) int { return (first + 1 + rand.IntN(s-1)) % s }
 
-// Capabilities reports what the Limiter serves: what the limiter it wraps
-// serves (see [sluice.Capabler]).
-func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesOf(l.next) }
+// As finds the optional interfaces the wrapped limiter serves (see
+// [sluice.As]): the Limiter serves them too, through itself.
+func (l *Limiter) As(target any) bool { return ext.Forward(target, l.next, forwarded{l}) }
+
+// forwarded holds the methods of the optional interfaces, served only
+// when the wrapped limiter serves them.
+type forwarded struct{ *Limiter }
 
 // Refund gives n cost units back to key. For a sharded key it peeks every
 // share, and refunds to the share furthest below its capacity, or, when n
@@ -377,13 +381,13 @@ func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesO
 // Remaining is what the shares have left together, its ResetAfter the
 // longest of theirs (see the package documentation). An error after some
 // shares were refunded leaves them refunded.
-func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+func (l forwarded) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
-	r, ok := l.next.(sluice.Refunder)
-	if !ok || !sluice.Supports(l.next, sluice.CanRefund) {
-		return sluice.Decision{}, sluice.Unsupported(pkg, sluice.CanRefund, l.next)
+	r, err := ext.Require[sluice.Refunder](pkg, l.next)
+	if err != nil {
+		return sluice.Decision{}, err
 	}
 	if !l.Sharded(key) {
 		return r.Refund(ctx, key, limit, n)
@@ -396,8 +400,8 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n 
 	case n < 1:
 		return sluice.Decision{}, fmt.Errorf("shard: %w: a refund must be at least 1, got %d", sluice.ErrInvalidCost, n)
 	case n > p.sumCap:
-		return sluice.Decision{}, fmt.Errorf("shard: %w", sluice.NewCostError(n, limit,
-			fmt.Sprintf("a refund exceeds %d, the capacity of the key's shares together", p.sumCap), true))
+		return sluice.Decision{}, fmt.Errorf("shard: %w", &sluice.CostError{Cost: n, Limit: limit, Exceeds: true,
+			Reason: fmt.Sprintf("a refund exceeds %d, the capacity of the key's shares together", p.sumCap)})
 	}
 	state := make([]sluice.Decision, p.s) // each share's, as peeked, then refunded
 	if p.s > 1 {
@@ -475,18 +479,18 @@ func refundPlan(p *plan, state []sluice.Decision, n int64) []int64 {
 // its sub-keys for every share count from 1 to WithShards (the number of
 // shares depends on the limit, which Reset is not given): up to S × (S +
 // 1) / 2 + 1 keys, reset 16 at a time.
-func (l *Limiter) Reset(ctx context.Context, key string) error {
+func (l forwarded) Reset(ctx context.Context, key string) error {
 	if ctx == nil {
 		return sluice.ErrNilContext
 	}
-	r, ok := l.next.(sluice.Resetter)
-	if !ok || !sluice.Supports(l.next, sluice.CanReset) {
-		return sluice.Unsupported(pkg, sluice.CanReset, l.next)
+	r, err := ext.Require[sluice.Resetter](pkg, l.next)
+	if err != nil {
+		return err
 	}
 	if !l.Sharded(key) {
 		return r.Reset(ctx, key)
 	}
-	if err := sluice.ValidateKey(key); err != nil {
+	if err := ext.ValidateKey(key); err != nil {
 		return fmt.Errorf("shard: %w", err)
 	}
 	keys := []string{key}
@@ -513,12 +517,9 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // key are in different slots, the batch is split by hash tag once the
 // store reports [sluice.ErrCrossSlot]; each part is then decided on its own,
 // and an error of a part is its requests' Err.
-func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+func (l forwarded) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
-	}
-	if l.batch == nil {
-		return nil, sluice.Unsupported(pkg, sluice.CanBatch, l.next)
 	}
 	if len(reqs) == 0 || len(reqs) > sluice.MaxBatch {
 		return nil, fmt.Errorf("shard: %w: a batch holds 1 to %d requests, got %d", sluice.ErrInvalidCost, sluice.MaxBatch, len(reqs))
@@ -529,7 +530,7 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 	for i, r := range reqs {
 		first[i] = -1
 		if !l.Sharded(r.Key) {
-			if err := sluice.CheckRequest(l.next, r.Key, r.Limit, r.N); err != nil {
+			if err := ext.CheckRequest(l.next, r.Key, r.Limit, r.N); err != nil {
 				return nil, &sluice.RequestError{Index: i, Err: err}
 			}
 			routed[i] = r
@@ -627,11 +628,8 @@ func (l *Limiter) send(ctx context.Context, reqs []sluice.Request) ([]sluice.Res
 // it (and an error if the wrapped limiter refuses any share), for another
 // key the wrapped limiter's.
 func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
-	if !sluice.Supports(l.next, sluice.CanBound) {
-		return 0, sluice.Unsupported(pkg, sluice.CanBound, l.next)
-	}
 	if !l.Sharded(key) {
-		return forward.Capacity(pkg, l.next, key, limit)
+		return ext.Capacity(l.next, key, limit)
 	}
 	var p plan
 	if err := l.plan(&p, key, limit); err != nil {
@@ -647,29 +645,29 @@ func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
 // gets more than its share, and is denied when its share is spent, however
 // much the others have left. req.Cost must fit the smallest share, as
 // AllowN's n must.
-func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+func (l forwarded) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, error) {
 	if ctx == nil {
-		return sluice.Grant{}, sluice.ErrNilContext
+		return ext.Grant{}, sluice.ErrNilContext
 	}
-	le, ok := l.next.(sluice.Leaser)
-	if !ok || !sluice.Supports(l.next, sluice.CanLease) {
-		return sluice.Grant{}, sluice.Unsupported(pkg, sluice.CanLease, l.next)
+	le, err := ext.Require[ext.Leaser](pkg, l.next)
+	if err != nil {
+		return ext.Grant{}, err
 	}
 	if !l.Sharded(req.Key) {
 		return le.Lease(ctx, req)
 	}
 	var p plan
 	if err := l.plan(&p, req.Key, req.Limit); err != nil {
-		return sluice.Grant{}, err
+		return ext.Grant{}, err
 	}
 	if err := p.checkCost(req.Cost); err != nil {
-		return sluice.Grant{}, err
+		return ext.Grant{}, err
 	}
 	i := HolderShare(req.Holder, p.s)
 	req.Key, req.Limit = p.subKeys[i], p.share(i)
 	g, err := le.Lease(ctx, req)
 	if err != nil {
-		return sluice.Grant{}, wrap(err)
+		return ext.Grant{}, wrap(err)
 	}
 	g.Decision = p.whole(g.Decision, i)
 	return g, nil
@@ -678,13 +676,13 @@ func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Gr
 // Release passes a release to the wrapped limiter: for a sharded key, to
 // the holder's share, where its Lease went. The Decision is about the
 // whole limit.
-func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+func (l forwarded) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
-	le, ok := l.next.(sluice.Leaser)
-	if !ok || !sluice.Supports(l.next, sluice.CanLease) {
-		return sluice.Decision{}, sluice.Unsupported(pkg, sluice.CanLease, l.next)
+	le, err := ext.Require[ext.Leaser](pkg, l.next)
+	if err != nil {
+		return sluice.Decision{}, err
 	}
 	if !l.Sharded(key) {
 		return le.Release(ctx, key, limit, holder, unspent)
@@ -829,7 +827,7 @@ func SubKey(key string, i, s int) string {
 		newTag := base + strconv.Itoa(salt)
 		// CRC16 spreads evenly, so about 4 × s tries are expected (they
 		// are cached); the bound only guards against a degenerate input.
-		if slot := sluice.HashSlot("{" + newTag + "}"); slot >= lo && slot < hi || salt >= 1<<16 {
+		if slot := ext.HashSlot("{" + newTag + "}"); slot >= lo && slot < hi || salt >= 1<<16 {
 			if tagged {
 				return key[:start] + newTag + key[end:]
 			}

@@ -3,6 +3,8 @@ package shard_test
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/fixedwindow"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/shard"
 	"github.com/sluicehq/sluice/sluicetest"
@@ -65,6 +68,15 @@ func newShard(t *testing.T, next sluice.Limiter, opts ...shard.Option) *shard.Li
 	return l
 }
 
+// as returns l's implementation of the optional interface T, found with
+// sluice.As, and requires that there is one.
+func as[T any](t *testing.T, l sluice.Limiter) T {
+	t.Helper()
+	v, ok := sluice.As[T](l)
+	require.True(t, ok, "%T serves %s", l, reflect.TypeFor[T]())
+	return v
+}
+
 func TestSharesAddUpExactly(t *testing.T) {
 	for _, limit := range []sluice.Limit{
 		{Rate: 100, Period: time.Second, Burst: 10},
@@ -105,7 +117,7 @@ func TestSubKeysSpreadOverTheSlotRange(t *testing.T) {
 		for _, s := range []int{1, 2, 3, 6, 64} {
 			for i, k := range shard.SubKeys(key, s) {
 				width := 16384 / s
-				slot := sluice.HashSlot(k)
+				slot := ext.HashSlot(k)
 				require.GreaterOrEqual(t, slot, i*width+width/2-width/8, "%q share %d of %d", key, i, s)
 				require.LessOrEqual(t, slot, i*width+width/2+width/8, "%q share %d of %d", key, i, s)
 			}
@@ -389,8 +401,8 @@ func TestCapacity(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c.want, got, "%s", c.limit)
 		// The capacity is what AllowN takes: CheckRequest agrees.
-		require.NoError(t, sluice.CheckRequest(l, "k", c.limit, got))
-		require.ErrorIs(t, sluice.CheckRequest(l, "k", c.limit, got+1), sluice.ErrCostExceedsBurst)
+		require.NoError(t, ext.CheckRequest(l, "k", c.limit, got))
+		require.ErrorIs(t, ext.CheckRequest(l, "k", c.limit, got+1), sluice.ErrCostExceedsBurst)
 		_, err = l.AllowN(t.Context(), "k", c.limit, got+1)
 		require.ErrorIs(t, err, sluice.ErrCostExceedsBurst)
 	}
@@ -435,7 +447,8 @@ func TestRefundGoesToTheShareThatIsShort(t *testing.T) {
 	spend(0, 2)
 	spend(2, 7)
 
-	d, err := l.Refund(t.Context(), key, limit, 5)
+	r := as[sluice.Refunder](t, l)
+	d, err := r.Refund(t.Context(), key, limit, 5)
 	require.NoError(t, err)
 	require.Equal(t, []int64{8, 10, 8, 10}, remainings(t, b, key, limit), "all five to share 2, the shortest")
 	require.True(t, d.Allowed)
@@ -444,25 +457,25 @@ func TestRefundGoesToTheShareThatIsShort(t *testing.T) {
 	require.Equal(t, int64(36), d.Remaining, "what the shares have left together")
 
 	spend(1, 6)
-	_, err = l.Refund(t.Context(), key, limit, 7)
+	_, err = r.Refund(t.Context(), key, limit, 7)
 	require.NoError(t, err)
 	require.Equal(t, []int64{9, 10, 8, 10}, remainings(t, b, key, limit), "six to share 1, the one left to share 0 (short of 2, as share 2)")
 
-	d, err = l.Refund(t.Context(), key, limit, 40)
+	d, err = r.Refund(t.Context(), key, limit, 40)
 	require.NoError(t, err, "a refund of the whole capacity is valid")
 	require.Equal(t, []int64{10, 10, 10, 10}, remainings(t, b, key, limit))
 	require.Equal(t, int64(40), d.Remaining)
 
-	_, err = l.Refund(t.Context(), key, limit, 41)
+	_, err = r.Refund(t.Context(), key, limit, 41)
 	require.ErrorIs(t, err, sluice.ErrCostExceedsBurst)
-	_, err = l.Refund(t.Context(), key, limit, 0)
+	_, err = r.Refund(t.Context(), key, limit, 0)
 	require.ErrorIs(t, err, sluice.ErrInvalidCost)
 
 	// A key that is not sharded is refunded whole.
 	cold := newShard(t, b.tb, shard.WithHotKeys("other"))
 	_, err = cold.AllowN(t.Context(), "cold", limit, 30)
 	require.NoError(t, err)
-	d, err = cold.Refund(t.Context(), "cold", limit, 20)
+	d, err = as[sluice.Refunder](t, cold).Refund(t.Context(), "cold", limit, 20)
 	require.NoError(t, err)
 	require.Equal(t, int64(30), d.Remaining)
 	require.False(t, d.Estimated)
@@ -496,14 +509,14 @@ func TestResetForgetsEveryShare(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, b.store.Len(), 5)
 
-	require.NoError(t, l.Reset(t.Context(), key))
+	require.NoError(t, as[sluice.Resetter](t, l).Reset(t.Context(), key))
 	require.Equal(t, 1, b.store.Len(), "only the other key is left")
 	require.True(t, b.has("other"))
 	require.Equal(t, []int64{10, 10, 10, 10}, remainings(t, b, key, sluice.PerSecond(40)))
 
-	require.ErrorIs(t, l.Reset(t.Context(), ""), sluice.ErrInvalidKey)
+	require.ErrorIs(t, as[sluice.Resetter](t, l).Reset(t.Context(), ""), sluice.ErrInvalidKey)
 	// A key that is not sharded is reset whole.
-	require.NoError(t, newShard(t, b.tb, shard.WithHotKeys("x")).Reset(t.Context(), "other"))
+	require.NoError(t, as[sluice.Resetter](t, newShard(t, b.tb, shard.WithHotKeys("x"))).Reset(t.Context(), "other"))
 	require.Zero(t, b.store.Len())
 }
 
@@ -516,7 +529,8 @@ func TestAllowBatchRoutesEachRequestAsAllowN(t *testing.T) {
 		reqs = append(reqs, sluice.Request{Key: "hot", Limit: limit, N: 1})
 	}
 	reqs = append(reqs, sluice.Request{Key: "cold", Limit: limit, N: 5})
-	results, err := l.AllowBatch(t.Context(), reqs)
+	batch := as[sluice.BatchLimiter](t, l)
+	results, err := batch.AllowBatch(t.Context(), reqs)
 	require.NoError(t, err)
 	require.Len(t, results, len(reqs))
 	allowed := 0
@@ -547,14 +561,14 @@ func TestAllowBatchRoutesEachRequestAsAllowN(t *testing.T) {
 		{sluice.Request{Key: "", Limit: limit, N: 1}, sluice.ErrInvalidKey},
 		{sluice.Request{Key: "hot", Limit: sluice.PerSecond(600_000), N: 1}, sluice.ErrInvalidLimit},
 	} {
-		_, err := l.AllowBatch(t.Context(), []sluice.Request{reqs[0], reqs[1], c.bad, reqs[1]})
+		_, err := batch.AllowBatch(t.Context(), []sluice.Request{reqs[0], reqs[1], c.bad, reqs[1]})
 		var reqErr *sluice.RequestError
 		require.ErrorAs(t, err, &reqErr)
 		require.Equal(t, 2, reqErr.Index)
 		require.ErrorIs(t, err, c.want)
 	}
 	require.Equal(t, before, b.runs.Runs.Load(), "nothing was sent")
-	_, err = l.AllowBatch(t.Context(), nil)
+	_, err = batch.AllowBatch(t.Context(), nil)
 	require.Error(t, err)
 }
 
@@ -567,7 +581,7 @@ type crossSlotStore struct {
 
 func (s *crossSlotStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
 	for _, k := range keys {
-		if sluice.HashSlot(k) != sluice.HashSlot(keys[0]) {
+		if ext.HashSlot(k) != ext.HashSlot(keys[0]) {
 			s.refused.Add(1)
 			return nil, fmt.Errorf("crossslot: %w", sluice.ErrCrossSlot)
 		}
@@ -582,7 +596,7 @@ func TestAllowBatchOnACluster(t *testing.T) {
 	store := &crossSlotStore{Store: memstore.NewWithClock(clock)}
 	tb, err := tokenbucket.New(store, tokenbucket.WithClock(clock))
 	require.NoError(t, err)
-	l := newShard(t, tb, shard.WithShards(4))
+	batch := as[sluice.BatchLimiter](t, newShard(t, tb, shard.WithShards(4)))
 	// Room for every request. The first batch finds out that the store is
 	// a Cluster; the others are grouped by hash tag from the start.
 	limit := sluice.Limit{Rate: 400, Period: time.Second, Burst: 400}
@@ -591,8 +605,9 @@ func TestAllowBatchOnACluster(t *testing.T) {
 		for i := range 30 {
 			reqs = append(reqs, sluice.Request{Key: sluice.Key("t", strconv.Itoa(i%3)), Limit: limit, N: 1})
 		}
-		results, err := l.AllowBatch(t.Context(), reqs)
+		results, err := batch.AllowBatch(t.Context(), reqs)
 		require.NoError(t, err)
+		require.Len(t, results, len(reqs))
 		for _, r := range results {
 			require.NoError(t, r.Err)
 			require.True(t, r.Decision.Allowed)
@@ -602,23 +617,92 @@ func TestAllowBatchOnACluster(t *testing.T) {
 	require.Equal(t, int64(1), store.refused.Load(), "the first batch found out")
 }
 
-// resetOnly has every method of the token bucket but reports only Reset,
-// as a decorator would.
-type resetOnly struct{ *tokenbucket.Limiter }
+// resetOnly serves the token bucket's AllowN and Reset, and no other
+// method.
+type resetOnly struct{ tb *tokenbucket.Limiter }
 
-func (resetOnly) Capabilities() sluice.Capability { return sluice.CanReset }
+func (r resetOnly) AllowN(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	return r.tb.AllowN(ctx, key, limit, n)
+}
+
+func (r resetOnly) Reset(ctx context.Context, key string) error { return r.tb.Reset(ctx, key) }
+
+// requireNotClaimed requires that l's own type claims no capability but
+// Capacity, which a shard.Limiter always serves: the others it serves only
+// through sluice.As, when the wrapped limiter does.
+func requireNotClaimed(t *testing.T, l *shard.Limiter) {
+	t.Helper()
+	var lim sluice.Limiter = l
+	_, ok := lim.(sluice.Bounded)
+	require.True(t, ok, "Capacity is always served")
+	_, ok = lim.(sluice.Refunder)
+	require.False(t, ok)
+	_, ok = lim.(sluice.Resetter)
+	require.False(t, ok)
+	_, ok = lim.(sluice.BatchLimiter)
+	require.False(t, ok)
+	_, ok = lim.(ext.Leaser)
+	require.False(t, ok)
+	_, ok = lim.(ext.LeaseBatcher)
+	require.False(t, ok)
+}
+
+// withBound is what a shard over a limiter serving next serves: the same,
+// and Capacity, which a shard serves itself (from the wrapped limiter's
+// capacity, or the limit's burst), in Capabilities' order.
+func withBound(next []string) []string {
+	var out []string
+	for _, name := range []string{"refund", "reset", "batch", "bound", "lease"} {
+		if name == "bound" || slices.Contains(next, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
 
 func TestCapabilitiesAreThoseOfNext(t *testing.T) {
+	full := newBucket(t)
+	over := newShard(t, full.tb)
+	requireNotClaimed(t, over)
+	require.Equal(t, []string{"refund", "reset", "batch", "bound", "lease", "leasebatch"}, sluicetest.Capabilities(t, full.tb))
+	require.Equal(t, []string{"refund", "reset", "batch", "bound", "lease"}, sluicetest.Capabilities(t, over),
+		"what the token bucket serves, but batches of leases (a shard leases one request at a time)")
+	_, ok := sluice.As[ext.LeaseBatcher](over)
+	require.False(t, ok)
+
 	b := newBucket(t)
-	require.Equal(t, sluice.CapabilitiesOf(b.tb), newShard(t, b.tb).Capabilities())
 	limit := sluice.PerSecond(40)
-	for _, next := range []sluice.Limiter{sluicetest.AllowOnly{Next: b.tb}, resetOnly{b.tb}} {
+	for _, c := range []struct {
+		next sluice.Limiter
+		want []string // what next serves
+	}{
+		{sluicetest.AllowOnly{Next: b.tb}, nil},
+		{resetOnly{b.tb}, []string{"reset"}},
+	} {
+		require.Equal(t, c.want, sluicetest.Capabilities(t, c.next))
 		for _, opts := range [][]shard.Option{nil, {shard.WithHotKeys("other")}} { // sharded and not
-			l := newShard(t, next, opts...)
-			require.Equal(t, sluice.CapabilitiesOf(next), l.Capabilities())
-			sluicetest.RequireUnsupported(t, l, "shard")
-			if _, ok := next.(resetOnly); ok {
-				require.NoError(t, l.Reset(t.Context(), "k"))
+			l := newShard(t, c.next, opts...)
+			requireNotClaimed(t, l)
+			require.Equal(t, withBound(c.want), sluicetest.Capabilities(t, l), "%T: what the wrapped limiter serves, and Capacity", c.next)
+			_, ok := sluice.As[sluice.Refunder](l)
+			require.False(t, ok, "no refunds over a limiter without them")
+			_, ok = sluice.As[sluice.BatchLimiter](l)
+			require.False(t, ok, "no batches over a limiter without them")
+			_, ok = sluice.As[ext.Leaser](l)
+			require.False(t, ok, "no leases over a limiter without them")
+			rs, ok := sluice.As[sluice.Resetter](l)
+			require.Equal(t, slices.Contains(c.want, "reset"), ok, "resets exactly over a limiter with them")
+			if ok {
+				require.NoError(t, rs.Reset(t.Context(), "k"))
+			}
+			// Capacity works whatever next serves: the limit's burst, a
+			// share's for a sharded key.
+			got, err := l.Capacity("k", limit)
+			require.NoError(t, err)
+			if l.Sharded("k") {
+				require.Equal(t, int64(10), got)
+			} else {
+				require.Equal(t, limit.Burst, got)
 			}
 			// AllowN works whatever next serves.
 			d, err := l.AllowN(t.Context(), "k", limit, 1)
@@ -634,17 +718,16 @@ func TestLeaseRoutesAHolderToOneShare(t *testing.T) {
 	// f records the leases and releases it is asked for, and answers as a
 	// limit with nothing reserved would.
 	f := &sluicetest.RecordingLeaser{Next: b.tb, FullLimit: true}
-	lastLease := func() sluice.LeaseRequest { leases := f.Leases(); return leases[len(leases)-1] }
+	lastLease := func() ext.LeaseRequest { leases := f.Leases(); return leases[len(leases)-1] }
 	lastRelease := func() sluicetest.ReleaseCall { releases := f.Releases(); return releases[len(releases)-1] }
-	l := newShard(t, f, shard.WithShards(4), shard.WithHotKeys("hot"))
-	require.True(t, sluice.Supports(l, sluice.CanLease))
+	l := as[ext.Leaser](t, newShard(t, f, shard.WithShards(4), shard.WithHotKeys("hot")))
 	limit := sluice.Limit{Rate: 400, Period: time.Second, Burst: 400}
 	used := map[int]bool{}
 	for holder := int64(1); holder <= 100; holder++ {
 		i := shard.HolderShare(holder, 4)
 		used[i] = true
 		for range 2 { // the same share every time
-			g, err := l.Lease(t.Context(), sluice.LeaseRequest{Key: "hot", Limit: limit, Holder: holder, Cost: 1, Extra: 9, Hold: time.Second})
+			g, err := l.Lease(t.Context(), ext.LeaseRequest{Key: "hot", Limit: limit, Holder: holder, Cost: 1, Extra: 9, Hold: time.Second})
 			require.NoError(t, err)
 			got := lastLease()
 			require.Equal(t, shard.SubKey("hot", i, 4), got.Key)
@@ -665,12 +748,12 @@ func TestLeaseRoutesAHolderToOneShare(t *testing.T) {
 	require.Len(t, used, 4, "holders spread over the shares")
 
 	leases := len(f.Leases())
-	_, err := l.Lease(t.Context(), sluice.LeaseRequest{Key: "hot", Limit: limit, Holder: 1, Cost: 101, Hold: time.Second})
+	_, err := l.Lease(t.Context(), ext.LeaseRequest{Key: "hot", Limit: limit, Holder: 1, Cost: 101, Hold: time.Second})
 	require.ErrorIs(t, err, sluice.ErrCostExceedsBurst, "a cost must fit one share")
 	require.Len(t, f.Leases(), leases, "and is refused before asking")
 
 	// A key that is not sharded is leased whole.
-	g, err := l.Lease(t.Context(), sluice.LeaseRequest{Key: "cold", Limit: limit, Holder: 1, Cost: 1, Extra: 9, Hold: time.Second})
+	g, err := l.Lease(t.Context(), ext.LeaseRequest{Key: "cold", Limit: limit, Holder: 1, Cost: 1, Extra: 9, Hold: time.Second})
 	require.NoError(t, err)
 	require.Equal(t, "cold", lastLease().Key)
 	require.Equal(t, limit, lastLease().Limit)
@@ -685,20 +768,19 @@ func TestLeaseRoutesAHolderToOneShare(t *testing.T) {
 // sub-key, and its release finds it there.
 func TestLeaseOnTheTokenBucket(t *testing.T) {
 	b := newBucket(t)
-	l := newShard(t, b.tb, shard.WithShards(4))
-	require.True(t, sluice.Supports(l, sluice.CanLease))
+	l := as[ext.Leaser](t, newShard(t, b.tb, shard.WithShards(4)))
 	limit := sluice.Limit{Rate: 40, Period: time.Minute, Burst: 40} // shares of 10
 	const holder = 7
 	i := shard.HolderShare(holder, 4)
 	sub, share := shard.SubKey("hot", i, 4), shard.Share(limit, 4, i)
 	// What the share has left for others, reservations excluded.
 	left := func() int64 {
-		g, err := b.tb.Lease(t.Context(), sluice.LeaseRequest{Key: sub, Limit: share, Holder: 99, Hold: time.Second})
+		g, err := b.tb.Lease(t.Context(), ext.LeaseRequest{Key: sub, Limit: share, Holder: 99, Hold: time.Second})
 		require.NoError(t, err)
 		return g.Decision.Remaining
 	}
 
-	g, err := l.Lease(t.Context(), sluice.LeaseRequest{Key: "hot", Limit: limit, Holder: holder, Cost: 1, Extra: 4, Hold: time.Second})
+	g, err := l.Lease(t.Context(), ext.LeaseRequest{Key: "hot", Limit: limit, Holder: holder, Cost: 1, Extra: 4, Hold: time.Second})
 	require.NoError(t, err)
 	require.True(t, g.Decision.Allowed)
 	require.Equal(t, int64(4), g.Extra)
@@ -756,7 +838,7 @@ func TestOnCluster(t *testing.T) {
 				for _, k := range shard.SubKeys(key, s) {
 					slot, err := client.Do(t.Context(), client.B().ClusterKeyslot().Key(k).Build()).AsInt64()
 					require.NoError(t, err)
-					require.Equal(t, sluice.HashSlot(k), int(slot))
+					require.Equal(t, ext.HashSlot(k), int(slot))
 					nodes[cluster.NodeForSlot(int(slot)).Addr()] = true
 				}
 				require.Len(t, nodes, min(s, 3), "key %q in %d shares", key, s)
@@ -769,18 +851,20 @@ func TestOnCluster(t *testing.T) {
 
 	t.Run("batches, refunds and resets across slots", func(t *testing.T) {
 		l := newShard(t, tb, shard.WithShards(3), shard.WithHotKeys("tenant:hot"))
+		resetter := as[sluice.Resetter](t, l)
 		limit := sluice.Limit{Rate: 30, Period: time.Hour, Burst: 30} // shares of 10; no refill to speak of
 		hot, cold := sluice.Key("tenant:hot", "api"), sluice.Key("tenant:cold", "api")
 		t.Cleanup(func() {
-			_ = l.Reset(context.Background(), hot)
-			_ = l.Reset(context.Background(), cold)
+			_ = resetter.Reset(context.Background(), hot)
+			_ = resetter.Reset(context.Background(), cold)
 		})
 		var reqs []sluice.Request
 		for range 24 {
 			reqs = append(reqs, sluice.Request{Key: hot, Limit: limit, N: 1}, sluice.Request{Key: cold, Limit: limit, N: 1})
 		}
-		results, err := l.AllowBatch(t.Context(), reqs)
+		results, err := as[sluice.BatchLimiter](t, l).AllowBatch(t.Context(), reqs)
 		require.NoError(t, err)
+		require.Len(t, results, len(reqs))
 		allowedHot := 0
 		for i, r := range results {
 			require.NoError(t, r.Err)
@@ -805,12 +889,12 @@ func TestOnCluster(t *testing.T) {
 		}
 		before := peekAll()
 		require.Equal(t, int64(30-allowedHot), before)
-		d, err := l.Refund(t.Context(), hot, limit, 6)
+		d, err := as[sluice.Refunder](t, l).Refund(t.Context(), hot, limit, 6)
 		require.NoError(t, err)
 		require.Equal(t, before+6, peekAll(), "the refund reached the shares that were short")
 		require.Equal(t, before+6, d.Remaining)
 
-		require.NoError(t, l.Reset(t.Context(), hot))
+		require.NoError(t, resetter.Reset(t.Context(), hot))
 		require.Equal(t, int64(30), peekAll())
 	})
 

@@ -1,18 +1,24 @@
 package sluiceotel_test
 
 import (
+	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/denycache"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluiceotel"
 	"github.com/sluicehq/sluice/sluicetest"
@@ -21,13 +27,27 @@ import (
 
 var (
 	capLimit = sluice.PerSecond(10)
-	leaseReq = sluice.LeaseRequest{Key: "user:42", Limit: capLimit, Holder: 42, Cost: 2, Extra: 5, Held: 1, Hold: 100 * time.Millisecond}
+	leaseReq = ext.LeaseRequest{Key: "user:42", Limit: capLimit, Holder: 42, Cost: 2, Extra: 5, Held: 1, Hold: 100 * time.Millisecond}
 )
 
 func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
-	l, _, _ := setup(t, scripted{d: sluice.Decision{Allowed: true}})
-	require.Equal(t, sluice.Capability(0), l.Capabilities())
-	sluicetest.RequireUnsupported(t, l, "sluiceotel", "scripted")
+	next := scripted{d: sluice.Decision{Allowed: true}}
+	l, _, _ := setup(t, next)
+	require.Empty(t, sluicetest.Capabilities(t, next))
+	require.Empty(t, sluicetest.Capabilities(t, l), "exactly what the wrapped limiter serves: nothing")
+	requireNotClaimed(t, l)
+	_, ok := sluice.As[sluice.Refunder](l)
+	require.False(t, ok)
+	_, ok = sluice.As[sluice.Resetter](l)
+	require.False(t, ok)
+	_, ok = sluice.As[sluice.BatchLimiter](l)
+	require.False(t, ok)
+	_, ok = sluice.As[sluice.Bounded](l)
+	require.False(t, ok)
+	_, ok = sluice.As[ext.Leaser](l)
+	require.False(t, ok)
+	_, ok = sluice.As[ext.LeaseBatcher](l)
+	require.False(t, ok)
 
 	d, err := l.AllowN(t.Context(), "k", capLimit, 1)
 	require.NoError(t, err)
@@ -37,13 +57,15 @@ func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
 func TestLeaseAndReleaseAreForwardedAndRecorded(t *testing.T) {
 	next := &sluicetest.RecordingLeaser{
 		Next:  scripted{},
-		Grant: sluice.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
+		Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond},
 		Freed: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 7},
 	}
 	l, spans, reader := setup(t, next, sluiceotel.WithKeyAttribute())
-	require.Equal(t, sluice.CanLease, l.Capabilities())
+	requireNotClaimed(t, l)
+	le, ok := sluice.As[ext.Leaser](l)
+	require.True(t, ok)
 
-	next.RequireLeaseForwarded(t, l, leaseReq, 3)
+	next.RequireLeaseForwarded(t, le, leaseReq, 3)
 
 	got := spans.GetSpans()
 	require.Len(t, got, 2)
@@ -62,6 +84,130 @@ func TestLeaseAndReleaseAreForwardedAndRecorded(t *testing.T) {
 	require.Equal(t, "tokenbucket", a["sluice.algorithm"])
 	require.Equal(t, codes.Unset, got[1].Status.Code)
 
+	require.Equal(t, map[string]int64{"allowed": 1}, decisionCounts(t, reader), "the lease's decision counts; the release does not")
+
+	// A failed release is a span error.
+	next.FailReleases(errors.New("connection refused"))
+	_, err := le.Release(t.Context(), "user:42", capLimit, 42, 3)
+	require.ErrorContains(t, err, "connection refused")
+	require.Len(t, spans.GetSpans(), 3)
+	last := spans.GetSpans()[2]
+	require.Equal(t, "sluice.release", last.Name)
+	require.Equal(t, codes.Error, last.Status.Code)
+
+	// On a limiter of its own: Capabilities leases and releases too.
+	other := &sluicetest.RecordingLeaser{Next: scripted{}}
+	ol, _, _ := setup(t, other)
+	require.Equal(t, []string{"lease"}, sluicetest.Capabilities(t, ol))
+	require.Equal(t, sluicetest.Capabilities(t, other), sluicetest.Capabilities(t, ol),
+		"exactly what the wrapped limiter serves")
+}
+
+// batchLeaser serves batches of leases only (besides AllowN): it records
+// each batch it is asked, with the span its context carries, and answers
+// with results, or fails with err.
+type batchLeaser struct {
+	scripted
+	results []ext.LeaseResult
+	err     error
+
+	mu      sync.Mutex
+	batches [][]ext.LeaseRequest
+	parents []trace.SpanContext
+}
+
+func (b *batchLeaser) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.batches = append(b.batches, slices.Clone(reqs))
+	b.parents = append(b.parents, trace.SpanContextFromContext(ctx))
+	if b.err != nil {
+		return nil, b.err
+	}
+	return slices.Clone(b.results), nil
+}
+
+// TestLeaseBatchIsForwardedAndRecorded: a batch of leases reaches the
+// wrapped limiter unchanged, in one call under one "sluice.lease_batch"
+// span, its results come back unchanged, and each request's decision is
+// counted as a Lease's is.
+func TestLeaseBatchIsForwardedAndRecorded(t *testing.T) {
+	reqs := []ext.LeaseRequest{
+		leaseReq,
+		{Key: "user:43", Limit: capLimit, Holder: 43, Cost: 1, Extra: 2, Hold: time.Second},
+		{Key: "user:44", Limit: capLimit, Holder: 44, Cost: 1, Hold: time.Second},
+	}
+	next := &batchLeaser{results: []ext.LeaseResult{
+		{Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond}},
+		{Grant: ext.Grant{Decision: sluice.Decision{Limit: capLimit, RetryAfter: time.Second}}},
+		{Err: sluice.ErrInvalidCost},
+	}}
+	l, spans, reader := setup(t, next)
+	requireNotClaimed(t, l)
+	_, ok := sluice.As[ext.Leaser](l)
+	require.False(t, ok, "batches of leases, not single leases")
+	lb, ok := sluice.As[ext.LeaseBatcher](l)
+	require.True(t, ok)
+
+	results, err := lb.LeaseBatch(t.Context(), reqs)
+	require.NoError(t, err)
+	require.Equal(t, next.results, results, "the results come back unchanged")
+	require.Equal(t, [][]ext.LeaseRequest{reqs}, next.batches, "one call, the requests unchanged")
+
+	got := spans.GetSpans()
+	require.Len(t, got, 1)
+	require.Equal(t, "sluice.lease_batch", got[0].Name)
+	require.Equal(t, got[0].SpanContext, next.parents[0], "the wrapped limiter is called inside the span")
+	a := attrs(got[0].Attributes)
+	require.Equal(t, int64(3), a["sluice.batch.size"])
+	require.Equal(t, "tokenbucket", a["sluice.algorithm"])
+	require.Equal(t, "per-client", a["sluice.policy"])
+	require.Equal(t, codes.Unset, got[0].Status.Code, "a denial or a request's own error is not the batch's")
+	require.Equal(t, map[string]int64{"allowed": 1, "denied": 1, "error": 1}, decisionCounts(t, reader),
+		"each request's decision counts, as a Lease's does")
+
+	// A batch that fails is one error, in the span and in the metrics.
+	next.err = errors.New("connection refused")
+	_, err = lb.LeaseBatch(t.Context(), reqs)
+	require.ErrorContains(t, err, "connection refused")
+	got = spans.GetSpans()
+	require.Len(t, got, 2)
+	require.Equal(t, "sluice.lease_batch", got[1].Name)
+	require.Equal(t, codes.Error, got[1].Status.Code)
+	require.Equal(t, map[string]int64{"allowed": 1, "denied": 1, "error": 2}, decisionCounts(t, reader))
+	next.err = nil
+
+	// On a limiter of its own: Capabilities leases through it too.
+	other := &batchLeaser{results: []ext.LeaseResult{{}}}
+	ol, _, _ := setup(t, other)
+	require.Equal(t, []string{"leasebatch"}, sluicetest.Capabilities(t, ol))
+	require.Equal(t, sluicetest.Capabilities(t, other), sluicetest.Capabilities(t, ol),
+		"exactly what the wrapped limiter serves")
+}
+
+// requireNotClaimed requires that l's own type claims no capability: a
+// sluiceotel.Limiter serves each only through sluice.As, when the wrapped
+// limiter does.
+func requireNotClaimed(t *testing.T, l *sluiceotel.Limiter) {
+	t.Helper()
+	var lim sluice.Limiter = l
+	_, ok := lim.(sluice.Refunder)
+	require.False(t, ok)
+	_, ok = lim.(sluice.Resetter)
+	require.False(t, ok)
+	_, ok = lim.(sluice.BatchLimiter)
+	require.False(t, ok)
+	_, ok = lim.(sluice.Bounded)
+	require.False(t, ok)
+	_, ok = lim.(ext.Leaser)
+	require.False(t, ok)
+	_, ok = lim.(ext.LeaseBatcher)
+	require.False(t, ok)
+}
+
+// decisionCounts returns the sluice.decisions counter so far, by outcome.
+func decisionCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(t.Context(), &rm))
 	decisions := map[string]int64{}
@@ -75,15 +221,7 @@ func TestLeaseAndReleaseAreForwardedAndRecorded(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, map[string]int64{"allowed": 1}, decisions, "the lease's decision counts; the release does not")
-
-	// A failed release is a span error.
-	next.FailReleases(errors.New("connection refused"))
-	_, err := l.Release(t.Context(), "user:42", capLimit, 42, 3)
-	require.ErrorContains(t, err, "connection refused")
-	last := spans.GetSpans()[2]
-	require.Equal(t, "sluice.release", last.Name)
-	require.Equal(t, codes.Error, last.Status.Code)
+	return decisions
 }
 
 // TestEveryCapabilityThroughTheWholeStack stacks every decorator over the
@@ -100,41 +238,70 @@ func TestEveryCapabilityThroughTheWholeStack(t *testing.T) {
 	fb, err := fallback.New(dc)
 	require.NoError(t, err)
 	l, spans, _ := setup(t, fb)
+	all := []string{"refund", "reset", "batch", "bound", "lease", "leasebatch"}
 	for _, layer := range []sluice.Limiter{tb, co, dc, fb, l} {
-		require.Equal(t, sluice.AllCapabilities, sluice.CapabilitiesOf(layer), "%T", layer)
+		require.Equal(t, all, sluicetest.Capabilities(t, layer), "%T", layer)
 	}
+	spans.Reset() // Capabilities' own calls through l
 
 	ctx, key := t.Context(), "user:42"
 	hourly := sluice.Limit{Rate: 10, Period: time.Hour, Burst: 10} // no refill during the test
-	capacity, err := l.Capacity("k", hourly)
+	bd, ok := sluice.As[sluice.Bounded](l)
+	require.True(t, ok)
+	capacity, err := bd.Capacity("k", hourly)
 	require.NoError(t, err)
 	require.Equal(t, hourly.Burst, capacity)
 	d, err := l.AllowN(ctx, key, hourly, 4)
 	require.NoError(t, err)
 	require.EqualValues(t, 6, d.Remaining)
-	d, err = l.Refund(ctx, key, hourly, 1)
+	r, ok := sluice.As[sluice.Refunder](l)
+	require.True(t, ok)
+	d, err = r.Refund(ctx, key, hourly, 1)
 	require.NoError(t, err)
 	require.EqualValues(t, 7, d.Remaining)
-	results, err := l.AllowBatch(ctx, []sluice.Request{{Key: key, Limit: hourly, N: 1}, {Key: key, Limit: hourly, N: 1}})
+	b, ok := sluice.As[sluice.BatchLimiter](l)
+	require.True(t, ok)
+	results, err := b.AllowBatch(ctx, []sluice.Request{{Key: key, Limit: hourly, N: 1}, {Key: key, Limit: hourly, N: 1}})
 	require.NoError(t, err)
 	require.EqualValues(t, 5, results[1].Decision.Remaining)
-	require.NoError(t, l.Reset(ctx, key))
+	rs, ok := sluice.As[sluice.Resetter](l)
+	require.True(t, ok)
+	require.NoError(t, rs.Reset(ctx, key))
 
-	req := sluice.LeaseRequest{Key: key, Limit: hourly, Holder: 7, Cost: 2, Extra: 3, Hold: time.Second}
-	g, err := l.Lease(ctx, req)
+	le, ok := sluice.As[ext.Leaser](l)
+	require.True(t, ok)
+	req := ext.LeaseRequest{Key: key, Limit: hourly, Holder: 7, Cost: 2, Extra: 3, Hold: time.Second}
+	g, err := le.Lease(ctx, req)
 	require.NoError(t, err)
 	require.True(t, g.Allowed)
 	require.Equal(t, sluice.SourceStore, g.Source)
 	require.EqualValues(t, 3, g.Extra)
 	require.EqualValues(t, 3, g.Reserved)
 	require.EqualValues(t, 5, g.Remaining, "10 less the cost and the reservation")
-	d, err = l.Release(ctx, key, hourly, 7, 3)
+	d, err = le.Release(ctx, key, hourly, 7, 3)
 	require.NoError(t, err)
 	require.EqualValues(t, 8, d.Remaining, "the unspent tokens are back")
+
+	lb, ok := sluice.As[ext.LeaseBatcher](l)
+	require.True(t, ok)
+	leased, err := lb.LeaseBatch(ctx, []ext.LeaseRequest{
+		{Key: key, Limit: hourly, Holder: 8, Cost: 1, Extra: 2, Hold: time.Second},
+		{Key: "user:43", Limit: hourly, Holder: 9, Cost: 1, Extra: 2, Hold: time.Second},
+	})
+	require.NoError(t, err)
+	require.Len(t, leased, 2)
+	for i, want := range []int64{5, 7} { // 8 and 10 less the cost and the reservation
+		require.NoError(t, leased[i].Err)
+		require.True(t, leased[i].Allowed)
+		require.Equal(t, sluice.SourceStore, leased[i].Source)
+		require.EqualValues(t, 2, leased[i].Extra)
+		require.EqualValues(t, 2, leased[i].Reserved)
+		require.Equal(t, want, leased[i].Remaining)
+	}
 
 	var names []string
 	for _, s := range spans.GetSpans() {
 		names = append(names, s.Name)
 	}
-	require.Equal(t, []string{"sluice.decision", "sluice.batch", "sluice.lease", "sluice.release"}, names)
+	require.Equal(t, []string{"sluice.decision", "sluice.batch", "sluice.lease", "sluice.release", "sluice.lease_batch"}, names)
 }

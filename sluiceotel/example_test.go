@@ -80,14 +80,18 @@ func Example() {
 	}
 
 	// The decorator serves what the limiter it wraps serves.
-	fmt.Println(sluice.CapabilitiesOf(limiter))
+	_, refunds := sluice.As[sluice.Refunder](limiter)
+	_, resets := sluice.As[sluice.Resetter](limiter)
+	_, batches := sluice.As[sluice.BatchLimiter](limiter)
+	_, bounded := sluice.As[sluice.Bounded](limiter)
+	fmt.Println("refund", refunds, "reset", resets, "batch", batches, "bound", bounded)
 	// Output:
 	// sluice.decision allowed remaining 1
 	// sluice.decision allowed remaining 0
 	// sluice.decision denied remaining 0
 	// sluice.decisions{outcome=allowed,policy=per-tenant} 2
 	// sluice.decisions{outcome=denied,policy=per-tenant} 1
-	// refund|reset|batch|bound|lease
+	// refund true reset true batch true bound true
 }
 
 // With no-op providers the decorator records nothing and costs next to

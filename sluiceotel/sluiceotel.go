@@ -14,7 +14,8 @@
 // "error"), sluice.remaining, sluice.source ("store", or the fallback
 // policy that decided) and, a lease's, sluice.lease.extra. A Release has
 // "sluice.release" with sluice.lease.unspent, an AllowBatch "sluice.batch"
-// with sluice.batch.size, and Refund and Reset none. A denial is not a span
+// and a LeaseBatch "sluice.lease_batch" with sluice.batch.size, and Refund
+// and Reset none. A denial is not a span
 // error; an error is. The key (sluice.key) is recorded only with
 // [WithKeyAttribute]: keys are often personal data.
 //
@@ -22,7 +23,7 @@
 // sluice.algorithm and sluice.policy), sluice.decision.duration (histogram,
 // seconds, the same attributes) and sluice.decisions.degraded (counter of
 // fallback decisions, by source, algorithm and policy). AllowN, each
-// request of a batch and Lease count as decisions; Refund, Reset and
+// request of a batch or a lease batch, and Lease count as decisions; Refund, Reset and
 // Release do not. Metric attributes never include the key.
 package sluiceotel
 
@@ -39,13 +40,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/forward"
+	"github.com/sluicehq/sluice/ext"
 )
 
 const instrumentation = "github.com/sluicehq/sluice/sluiceotel"
 
 // Limiter records the decisions of the limiter it wraps: AllowN,
-// AllowBatch and Lease each in a span and in the metrics. It forwards
+// AllowBatch, Lease and LeaseBatch each in a span and in the metrics. It forwards
 // every call unchanged (Refund, Reset, Capacity and Release too, the last
 // in a span of its own) and serves every capability the wrapped limiter
 // serves. It is safe for concurrent use.
@@ -140,7 +141,7 @@ func WithKeyAttribute() Option {
 
 // New returns a Limiter recording the decisions of next.
 func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
-	if err := sluice.RequireCapabilities("sluiceotel", next, 0); err != nil {
+	if err := ext.RequireNext("sluiceotel", next); err != nil {
 		return nil, err
 	}
 	c := config{}
@@ -249,14 +250,18 @@ func (l *Limiter) record(ctx context.Context, elapsed float64, d sluice.Decision
 // AllowBatch decides a batch through the wrapped limiter, in one span
 // ("sluice.batch", with the batch's size as sluice.batch.size), and counts
 // each request's decision in the metrics, with the batch's duration.
-func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+func (l forwarded) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
 	}
 	ctx, span := l.tracer.Start(ctx, "sluice.batch", trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
 	start := time.Now()
-	results, err := forward.AllowBatch(ctx, "sluiceotel", l.next, reqs)
+	inner, err := ext.Require[sluice.BatchLimiter]("sluiceotel", l.next)
+	if err != nil {
+		return nil, err
+	}
+	results, err := inner.AllowBatch(ctx, reqs)
 	elapsed := time.Since(start).Seconds()
 	if err != nil {
 		l.record(ctx, elapsed, sluice.Decision{}, err)
@@ -274,43 +279,59 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 	return results, nil
 }
 
-// Capabilities reports what the Limiter serves: what the limiter it wraps
-// serves (see [sluice.Capabler]).
-func (l *Limiter) Capabilities() sluice.Capability { return sluice.CapabilitiesOf(l.next) }
+// As finds the optional interfaces the wrapped limiter serves (see
+// [sluice.As]): the Limiter serves them too, through itself.
+func (l *Limiter) As(target any) bool { return ext.Forward(target, l.next, forwarded{l}) }
+
+// forwarded holds the methods of the optional interfaces, served only
+// when the wrapped limiter serves them.
+type forwarded struct{ *Limiter }
 
 // Refund passes a refund to the wrapped limiter; it is not recorded.
-func (l *Limiter) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+func (l forwarded) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
-	return forward.Refund(ctx, "sluiceotel", l.next, key, limit, n)
+	inner, err := ext.Require[sluice.Refunder]("sluiceotel", l.next)
+	if err != nil {
+		return sluice.Decision{}, err
+	}
+	return inner.Refund(ctx, key, limit, n)
 }
 
 // Reset passes a reset to the wrapped limiter; it is not recorded.
-func (l *Limiter) Reset(ctx context.Context, key string) error {
+func (l forwarded) Reset(ctx context.Context, key string) error {
 	if ctx == nil {
 		return sluice.ErrNilContext
 	}
-	return forward.Reset(ctx, "sluiceotel", l.next, key)
+	inner, err := ext.Require[sluice.Resetter]("sluiceotel", l.next)
+	if err != nil {
+		return err
+	}
+	return inner.Reset(ctx, key)
 }
 
 // Capacity returns the wrapped limiter's capacity.
-func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
-	return forward.Capacity("sluiceotel", l.next, key, limit)
+func (l forwarded) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return ext.Capacity(l.next, key, limit)
 }
 
 // Lease passes a lease request to the wrapped limiter in a span
 // ("sluice.lease", with the decision's attributes and the tokens granted
 // beyond the cost as sluice.lease.extra), and counts the decision of
 // req.Cost in the metrics as AllowN does.
-func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+func (l forwarded) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, error) {
 	if ctx == nil {
-		return sluice.Grant{}, sluice.ErrNilContext
+		return ext.Grant{}, sluice.ErrNilContext
 	}
 	ctx, span := l.tracer.Start(ctx, "sluice.lease", trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
 	start := time.Now()
-	g, err := forward.Lease(ctx, "sluiceotel", l.next, req)
+	inner, err := ext.Require[ext.Leaser]("sluiceotel", l.next)
+	if err != nil {
+		return ext.Grant{}, err
+	}
+	g, err := inner.Lease(ctx, req)
 	elapsed := time.Since(start).Seconds()
 
 	a := l.record(ctx, elapsed, g.Decision, err)
@@ -321,16 +342,53 @@ func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Gr
 	return g, err
 }
 
+// LeaseBatch passes many lease requests to the wrapped limiter in one
+// call, in one span ("sluice.lease_batch", with the batch's size as
+// sluice.batch.size), and counts each request's decision of its Cost in
+// the metrics as Lease does.
+func (l forwarded) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
+	if ctx == nil {
+		return nil, sluice.ErrNilContext
+	}
+	inner, err := ext.Require[ext.LeaseBatcher]("sluiceotel", l.next)
+	if err != nil {
+		return nil, err
+	}
+	ctx, span := l.tracer.Start(ctx, "sluice.lease_batch", trace.WithSpanKind(trace.SpanKindInternal))
+	defer span.End()
+	start := time.Now()
+	results, err := inner.LeaseBatch(ctx, reqs)
+	elapsed := time.Since(start).Seconds()
+	if err != nil {
+		l.record(ctx, elapsed, sluice.Decision{}, err)
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "no rate-limit decision")
+		return nil, err
+	}
+	for _, r := range results {
+		l.record(ctx, elapsed, r.Decision, r.Err)
+	}
+	if span.IsRecording() {
+		span.SetAttributes(l.base...)
+		span.SetAttributes(attribute.Int("sluice.batch.size", len(reqs)))
+	}
+	return results, nil
+}
+
 // Release passes a release to the wrapped limiter in a span
 // ("sluice.release", with sluice.lease.unspent); like a refund, it is not
 // counted in the metrics.
-func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+func (l forwarded) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
 	ctx, span := l.tracer.Start(ctx, "sluice.release", trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
-	d, err := forward.Release(ctx, "sluiceotel", l.next, key, limit, holder, unspent)
+	inner, err := ext.Require[ext.Leaser]("sluiceotel", l.next)
+	if err != nil {
+		return sluice.Decision{}, err
+	}
+	d, err := inner.Release(ctx, key, limit, holder, unspent)
 	if span.IsRecording() {
 		span.SetAttributes(l.base...)
 		span.SetAttributes(attribute.Int64("sluice.lease.unspent", unspent))
@@ -346,10 +404,10 @@ func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, h
 }
 
 var (
-	_ sluice.Capabler     = (*Limiter)(nil)
-	_ sluice.BatchLimiter = (*Limiter)(nil)
-	_ sluice.Refunder     = (*Limiter)(nil)
-	_ sluice.Resetter     = (*Limiter)(nil)
-	_ sluice.Bounded      = (*Limiter)(nil)
-	_ sluice.Leaser       = (*Limiter)(nil)
+	_ sluice.BatchLimiter = forwarded{}
+	_ sluice.Refunder     = forwarded{}
+	_ sluice.Resetter     = forwarded{}
+	_ sluice.Bounded      = forwarded{}
+	_ ext.Leaser          = forwarded{}
+	_ ext.LeaseBatcher    = forwarded{}
 )

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
@@ -38,7 +39,7 @@ func clusterIDs(n int) []string {
 // TestClusterKeySlots: 100,000 tenant IDs, including awkward ones, through
 // a real 3-primary Redis Cluster: every key Sluice builds for a tenant
 // (sluice.Key plus each algorithm's suffix) is in the slot of the tenant's
-// hash tag, as CLUSTER KEYSLOT says and as sluice.HashSlot computes, and a
+// hash tag, as CLUSTER KEYSLOT says and as ext.HashSlot computes, and a
 // decision on each through both cluster clients sees no CROSSSLOT or any
 // other error.
 func TestClusterKeySlots(t *testing.T) {
@@ -66,13 +67,13 @@ func TestClusterKeySlots(t *testing.T) {
 	results := rc.DoMulti(t.Context(), cmds...)
 	j := 0
 	for i, ks := range keys {
-		want := sluice.HashSlot(sluice.Key(ids[i]))
+		want := ext.HashSlot(sluice.Key(ids[i]))
 		for _, k := range ks {
 			slot, err := results[j].AsInt64()
 			j++
 			require.NoError(t, err)
 			require.Equal(t, want, int(slot), "tenant %q, key %q", ids[i], k)
-			require.Equal(t, want, sluice.HashSlot(k), "sluice.HashSlot agrees with CLUSTER KEYSLOT")
+			require.Equal(t, want, ext.HashSlot(k), "ext.HashSlot agrees with CLUSTER KEYSLOT")
 		}
 	}
 
@@ -110,7 +111,7 @@ func TestClusterKeySlots(t *testing.T) {
 	// The awkward IDs did land on every primary's slots, not all in one.
 	nodes := map[string]bool{}
 	for _, id := range ids {
-		nodes[cluster.NodeForSlot(sluice.HashSlot(sluice.Key(id))).Addr()] = true
+		nodes[cluster.NodeForSlot(ext.HashSlot(sluice.Key(id))).Addr()] = true
 	}
 	require.Len(t, nodes, len(cluster.Nodes))
 }

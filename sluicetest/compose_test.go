@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/shard"
 	"github.com/sluicehq/sluice/sluicetest"
 )
@@ -49,45 +50,68 @@ func composeLimit(alg sluicetest.Algorithm) sluice.Limit {
 	return sluice.Limit{Rate: 200, Period: time.Hour, Burst: 200}
 }
 
-// leases reports whether an algorithm serves leases (sluice.CanLease).
+// leases reports whether an algorithm serves leases (ext.Leaser and
+// ext.LeaseBatcher).
 func leases(alg string) bool { return alg == "tokenbucket" || alg == "gcra" }
 
+// capabilityNames are the optional interfaces, in the order of
+// sluicetest.Capabilities.
+var capabilityNames = []string{"refund", "reset", "batch", "bound", "lease", "leasebatch"}
+
 // predicted is what the capability contract says of a stack, worked out
-// independently of the decorators' code: a lease needs CanLease below it
-// and serves everything below it but leases; coalesce needs CanBatch; the
-// others need nothing and serve what is below them.
+// independently of the decorators' code: every decorator serves what is
+// below it (found with sluice.As), with these exceptions. A lease needs
+// leases below it, serves none above it (neither lease nor leasebatch),
+// and always serves batches and Capacity; coalesce needs batches and
+// always serves them; shard always serves Capacity and forwards no batch
+// of leases (it leases one request at a time); a shard does not wrap a
+// shard.
 type predicted struct {
-	caps sluice.Capability
+	caps []string // what sluicetest.Capabilities returns
 	// fails is the index in the stack of the layer that cannot be built
-	// (the innermost such), or -1; below is the type it cannot wrap.
-	fails int
-	below string
+	// (the innermost such), or -1; below is the type it cannot wrap, and
+	// missing the interface that type lacks ("" for a shard over a shard).
+	fails          int
+	below, missing string
 }
 
 func predict(stack []string, alg string) predicted {
-	caps := sluice.AllCapabilities
-	if !leases(alg) {
-		caps &^= sluice.CanLease
+	served := map[string]bool{"refund": true, "reset": true, "batch": true, "bound": true}
+	if leases(alg) {
+		served["lease"], served["leasebatch"] = true, true
 	}
 	below := "*" + alg + ".Limiter"
 	for i := len(stack) - 1; i >= 0; i-- {
-		need := sluice.Capability(0)
+		need, missing := "", ""
 		switch stack[i] {
 		case "lease":
-			need = sluice.CanLease
+			need, missing = "lease", "ext.Leaser"
 		case "coalesce":
-			need = sluice.CanBatch
+			need, missing = "batch", "sluice.BatchLimiter"
 		}
-		if caps&need != need {
-			return predicted{caps: 0, fails: i, below: below}
+		if need != "" && !served[need] {
+			return predicted{fails: i, below: below, missing: missing}
 		}
 		if stack[i] == "shard" && i+1 < len(stack) && stack[i+1] == "shard" {
-			return predicted{caps: 0, fails: i, below: below} // a shard's shares are not split again
+			return predicted{fails: i, below: below} // a shard's shares are not split again
 		}
-		if stack[i] == "lease" {
-			caps &^= sluice.CanLease
+		switch stack[i] {
+		case "lease":
+			served["lease"], served["leasebatch"] = false, false
+			served["batch"], served["bound"] = true, true
+		case "coalesce":
+			served["batch"] = true
+		case "shard":
+			served["bound"] = true
+			served["leasebatch"] = false
 		}
 		below = "*" + stack[i] + ".Limiter"
+	}
+	var caps []string
+	for _, name := range capabilityNames {
+		if served[name] {
+			caps = append(caps, name)
+		}
 	}
 	return predicted{caps: caps, fails: -1}
 }
@@ -212,12 +236,15 @@ func buildStack(t *testing.T, tier composeTier, alg sluicetest.Algorithm, stack 
 		require.Error(t, err, "%s must not be built", stackName(stack, alg.Name))
 		require.ErrorIs(t, err, sluice.ErrUnsupported)
 		require.Contains(t, err.Error(), stack[want.fails]+" cannot wrap "+want.below, "the error names both layers")
+		if want.missing != "" {
+			require.Contains(t, err.Error(), want.below+", which is no "+want.missing, "and what the layer below lacks")
+		}
 		t.Logf("not built: %v", err)
 		return nil
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, closeStack()) })
-	require.Equal(t, want.caps, sluice.CapabilitiesOf(l), "capabilities of %s", stackName(stack, alg.Name))
+	require.Equal(t, want.caps, sluicetest.Capabilities(t, l), "capabilities of %s", stackName(stack, alg.Name))
 	return l
 }
 
@@ -313,74 +340,97 @@ func checkStack(t *testing.T, l sluice.Limiter, alg sluicetest.Algorithm, stack 
 		require.Equal(t, before.Remaining, after.Remaining, "an invalid request consumed nothing")
 	})
 
-	// Every capability reported works; every one not reported says so.
+	// Every capability served works; every one not served is found
+	// neither by sluice.As nor by a type assertion.
 	t.Run("capabilities", func(t *testing.T) {
-		caps := sluice.CapabilitiesOf(l)
+		want := predict(stack, alg.Name).caps
 		key := sluice.Key(tag, "caps")
 		fresh, err := l.AllowN(ctx, sluice.Key(tag, "fresh"), limit, 0)
 		require.NoError(t, err)
-		unsupported := func(c sluice.Capability, err error) {
+		// served requires that sluice.As finds the capability name exactly
+		// when it is predicted, and that a type assertion claims it only
+		// then.
+		served := func(name string, asOK, typeOK bool) bool {
 			t.Helper()
-			if caps&c != 0 {
-				require.NoError(t, err, "%s is reported", c)
-			} else {
-				require.ErrorIs(t, err, sluice.ErrUnsupported, "%s is not reported", c)
-			}
+			require.Equal(t, slices.Contains(want, name), asOK, "sluice.As of %s", name)
+			require.False(t, typeOK && !asOK, "%T implements %s, which sluice.As denies", l, name)
+			return asOK
 		}
 		_, err = l.AllowN(ctx, key, limit, 3)
 		require.NoError(t, err)
-		if r, ok := l.(sluice.Refunder); ok {
-			_, err := r.Refund(ctx, key, limit, 1)
-			unsupported(sluice.CanRefund, err)
-		} else {
-			require.Zero(t, caps&sluice.CanRefund, "refund reported without the method")
+
+		r, ok := sluice.As[sluice.Refunder](l)
+		_, typeOK := l.(sluice.Refunder)
+		if served("refund", ok, typeOK) {
+			d, err := r.Refund(ctx, key, limit, 1)
+			require.NoError(t, err)
+			require.True(t, d.Allowed, "a refund's Decision is allowed")
+			if bad := checkDecision(d, stack, limit, capacity); bad != "" {
+				t.Fatalf("refund: %s", bad)
+			}
 		}
-		if b, ok := l.(sluice.BatchLimiter); ok {
+
+		b, ok := sluice.As[sluice.BatchLimiter](l)
+		_, typeOK = l.(sluice.BatchLimiter)
+		if served("batch", ok, typeOK) {
 			res, err := b.AllowBatch(ctx, []sluice.Request{{Key: key, Limit: limit, N: 1}})
-			unsupported(sluice.CanBatch, err)
-			if err == nil {
-				require.Len(t, res, 1)
-				require.NoError(t, res[0].Err)
-				if bad := checkDecision(res[0].Decision, stack, limit, capacity); bad != "" {
-					t.Fatalf("batch: %s", bad)
-				}
+			require.NoError(t, err)
+			require.Len(t, res, 1)
+			require.NoError(t, res[0].Err)
+			if bad := checkDecision(res[0].Decision, stack, limit, capacity); bad != "" {
+				t.Fatalf("batch: %s", bad)
 			}
-		} else {
-			require.Zero(t, caps&sluice.CanBatch, "batch reported without the method")
 		}
-		if b, ok := l.(sluice.Bounded); ok {
-			got, err := b.Capacity("k", limit)
-			unsupported(sluice.CanBound, err)
-			if err == nil {
-				require.Equal(t, capacityOf(stack, limit, alg.Capacity), got, "Capacity")
-			}
-		} else {
-			require.Zero(t, caps&sluice.CanBound, "bound reported without the method")
+
+		bd, ok := sluice.As[sluice.Bounded](l)
+		_, typeOK = l.(sluice.Bounded)
+		if served("bound", ok, typeOK) {
+			got, err := bd.Capacity("k", limit)
+			require.NoError(t, err)
+			require.Equal(t, capacityOf(stack, limit, alg.Capacity), got, "Capacity")
 		}
-		if le, ok := l.(sluice.Leaser); ok {
+
+		le, leaseOK := sluice.As[ext.Leaser](l)
+		_, typeOK = l.(ext.Leaser)
+		if served("lease", leaseOK, typeOK) {
 			holder := rand.Int64N(1<<62) + 1
-			g, err := le.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: limit, Holder: holder, Cost: 1, Extra: 2, Hold: time.Second})
-			unsupported(sluice.CanLease, err)
-			if err == nil {
-				require.True(t, g.Allowed)
-				if bad := checkDecision(g.Decision, stack, limit, capacity); bad != "" {
-					t.Fatalf("lease: %s", bad)
-				}
+			g, err := le.Lease(ctx, ext.LeaseRequest{Key: key, Limit: limit, Holder: holder, Cost: 1, Extra: 2, Hold: time.Second})
+			require.NoError(t, err)
+			require.True(t, g.Allowed)
+			if bad := checkDecision(g.Decision, stack, limit, capacity); bad != "" {
+				t.Fatalf("lease: %s", bad)
 			}
-			_, err = le.Release(ctx, key, limit, holder, g.Reserved)
-			unsupported(sluice.CanLease, err)
-		} else {
-			require.Zero(t, caps&sluice.CanLease, "lease reported without the methods")
+			d, err := le.Release(ctx, key, limit, holder, g.Reserved)
+			require.NoError(t, err)
+			if bad := checkDecision(d, stack, limit, capacity); bad != "" {
+				t.Fatalf("release: %s", bad)
+			}
 		}
-		if r, ok := l.(sluice.Resetter); ok {
-			unsupported(sluice.CanReset, r.Reset(ctx, key))
-			if caps&sluice.CanReset != 0 {
-				d, err := l.AllowN(ctx, key, limit, 0)
-				require.NoError(t, err)
-				require.Equal(t, fresh.Remaining, d.Remaining, "as a fresh key after Reset")
+
+		lb, ok := sluice.As[ext.LeaseBatcher](l)
+		_, typeOK = l.(ext.LeaseBatcher)
+		if served("leasebatch", ok, typeOK) {
+			require.True(t, leaseOK, "what serves batches of leases serves their release")
+			holder := rand.Int64N(1<<62) + 1
+			res, err := lb.LeaseBatch(ctx, []ext.LeaseRequest{{Key: key, Limit: limit, Holder: holder, Cost: 1, Extra: 2, Hold: time.Second}})
+			require.NoError(t, err)
+			require.Len(t, res, 1)
+			require.NoError(t, res[0].Err)
+			require.True(t, res[0].Allowed)
+			if bad := checkDecision(res[0].Decision, stack, limit, capacity); bad != "" {
+				t.Fatalf("lease batch: %s", bad)
 			}
-		} else {
-			require.Zero(t, caps&sluice.CanReset, "reset reported without the method")
+			_, err = le.Release(ctx, key, limit, holder, res[0].Reserved)
+			require.NoError(t, err)
+		}
+
+		rs, ok := sluice.As[sluice.Resetter](l)
+		_, typeOK = l.(sluice.Resetter)
+		if served("reset", ok, typeOK) {
+			require.NoError(t, rs.Reset(ctx, key))
+			d, err := l.AllowN(ctx, key, limit, 0)
+			require.NoError(t, err)
+			require.Equal(t, fresh.Remaining, d.Remaining, "as a fresh key after Reset")
 		}
 	})
 }
@@ -408,7 +458,8 @@ func matrixStacks() [][]string {
 // is built: cost-1 calls, one goroutine and eight, admit at most the
 // capacity and at least the floor floorOf states; bad input is an error;
 // every decision's fields mean what sluice.Decision says; and every
-// capability works exactly when reported.
+// capability is served (sluice.As finds it) exactly when predicted, and
+// works.
 func TestCompositionMatrix(t *testing.T) {
 	stacks := matrixStacks()
 	for _, r := range recommended {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/goredisstore"
@@ -109,7 +110,7 @@ func underFailover(t *testing.T, l sluice.Limiter, key string, limit sluice.Limi
 func keyOn(cluster *sluicetest.RedisCluster, node *sluicetest.RedisServer, prefix string) string {
 	for i := 0; ; i++ {
 		key := sluice.Key(fmt.Sprintf("%s-%d", prefix, i))
-		if cluster.NodeForSlot(sluice.HashSlot(key)) == node {
+		if cluster.NodeForSlot(ext.HashSlot(key)) == node {
 			return key
 		}
 	}

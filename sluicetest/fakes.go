@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/forward"
+	"github.com/sluicehq/sluice/ext"
 )
 
 // AllowOnly is a [sluice.Limiter] with no optional capability: it has
@@ -27,7 +27,7 @@ func (a AllowOnly) AllowN(ctx context.Context, key string, limit sluice.Limit, n
 	return a.Next.AllowN(ctx, key, limit, n)
 }
 
-// ReleaseCall is one call of [sluice.Leaser.Release], as a
+// ReleaseCall is one call of [ext.Leaser.Release], as a
 // [RecordingLeaser] records it.
 type ReleaseCall struct {
 	Key             string
@@ -35,7 +35,7 @@ type ReleaseCall struct {
 	Holder, Unspent int64
 }
 
-// RecordingLeaser is a fake [sluice.Leaser] that records every Lease and
+// RecordingLeaser is a fake [ext.Leaser] that records every Lease and
 // Release it is asked for ([RecordingLeaser.Leases],
 // [RecordingLeaser.Releases]) and counts its AllowN calls
 // ([RecordingLeaser.Allows]). It answers every Lease with Grant and every
@@ -49,7 +49,7 @@ type ReleaseCall struct {
 // fields before the first call.
 type RecordingLeaser struct {
 	Next      sluice.Limiter
-	Grant     sluice.Grant
+	Grant     ext.Grant
 	Freed     sluice.Decision
 	FullLimit bool
 
@@ -57,7 +57,7 @@ type RecordingLeaser struct {
 	err        error // every call's
 	releaseErr error // Release's, when err is nil
 	allows     int
-	leases     []sluice.LeaseRequest
+	leases     []ext.LeaseRequest
 	releases   []ReleaseCall
 }
 
@@ -92,10 +92,10 @@ func (f *RecordingLeaser) Allows() int {
 }
 
 // Leases returns the lease requests it was asked, in order.
-func (f *RecordingLeaser) Leases() []sluice.LeaseRequest {
+func (f *RecordingLeaser) Leases() []ext.LeaseRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]sluice.LeaseRequest(nil), f.leases...)
+	return append([]ext.LeaseRequest(nil), f.leases...)
 }
 
 // Releases returns the releases it was asked, in order.
@@ -118,15 +118,15 @@ func (f *RecordingLeaser) AllowN(ctx context.Context, key string, limit sluice.L
 }
 
 // Lease records req and answers it.
-func (f *RecordingLeaser) Lease(_ context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+func (f *RecordingLeaser) Lease(_ context.Context, req ext.LeaseRequest) (ext.Grant, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.leases = append(f.leases, req)
 	switch {
 	case f.err != nil:
-		return sluice.Grant{}, f.err
+		return ext.Grant{}, f.err
 	case f.FullLimit:
-		return sluice.Grant{
+		return ext.Grant{
 			Decision: sluice.Decision{Allowed: true, Limit: req.Limit, Remaining: req.Limit.Burst - req.Cost - req.Extra},
 			Extra:    req.Extra,
 			Expires:  req.Hold,
@@ -149,36 +149,54 @@ func (f *RecordingLeaser) Release(_ context.Context, key string, limit sluice.Li
 	return f.Freed, f.releaseErr
 }
 
-// Capabilities reports what Next serves, and leases.
-func (f *RecordingLeaser) Capabilities() sluice.Capability {
-	return sluice.CapabilitiesOf(f.next()) | sluice.CanLease
+// As finds what Next serves (see [sluice.As]): a RecordingLeaser passes
+// refunds, resets, batches and Capacity to Next when Next serves them, and
+// always leases.
+func (f *RecordingLeaser) As(target any) bool {
+	return ext.Forward(target, f.next(), recordingForwarded{f})
 }
 
+// recordingForwarded holds the methods a RecordingLeaser serves only when
+// its Next does.
+type recordingForwarded struct{ f *RecordingLeaser }
+
 // Refund passes the refund to Next.
-func (f *RecordingLeaser) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
-	return forward.Refund(ctx, "sluicetest", f.next(), key, limit, n)
+func (r recordingForwarded) Refund(ctx context.Context, key string, limit sluice.Limit, n int64) (sluice.Decision, error) {
+	next, err := ext.Require[sluice.Refunder]("sluicetest", r.f.next())
+	if err != nil {
+		return sluice.Decision{}, err
+	}
+	return next.Refund(ctx, key, limit, n)
 }
 
 // Reset passes the reset to Next.
-func (f *RecordingLeaser) Reset(ctx context.Context, key string) error {
-	return forward.Reset(ctx, "sluicetest", f.next(), key)
+func (r recordingForwarded) Reset(ctx context.Context, key string) error {
+	next, err := ext.Require[sluice.Resetter]("sluicetest", r.f.next())
+	if err != nil {
+		return err
+	}
+	return next.Reset(ctx, key)
 }
 
 // AllowBatch passes the batch to Next.
-func (f *RecordingLeaser) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
-	return forward.AllowBatch(ctx, "sluicetest", f.next(), reqs)
+func (r recordingForwarded) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sluice.Result, error) {
+	next, err := ext.Require[sluice.BatchLimiter]("sluicetest", r.f.next())
+	if err != nil {
+		return nil, err
+	}
+	return next.AllowBatch(ctx, reqs)
 }
 
 // Capacity asks Next.
-func (f *RecordingLeaser) Capacity(key string, limit sluice.Limit) (int64, error) {
-	return forward.Capacity("sluicetest", f.next(), key, limit)
+func (r recordingForwarded) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return ext.Capacity(r.f.next(), key, limit)
 }
 
 // RequireLeaseForwarded leases req through l, a decorator over f, and
 // releases unspent of it, and requires that both calls reached f unchanged
 // (and were its first) and that f's fixed replies, Grant and Freed, came
 // back unchanged.
-func (f *RecordingLeaser) RequireLeaseForwarded(t testing.TB, l sluice.Leaser, req sluice.LeaseRequest, unspent int64) {
+func (f *RecordingLeaser) RequireLeaseForwarded(t testing.TB, l ext.Leaser, req ext.LeaseRequest, unspent int64) {
 	t.Helper()
 	g, err := l.Lease(t.Context(), req)
 	require.NoError(t, err)
@@ -186,14 +204,13 @@ func (f *RecordingLeaser) RequireLeaseForwarded(t testing.TB, l sluice.Leaser, r
 	d, err := l.Release(t.Context(), req.Key, req.Limit, req.Holder, unspent)
 	require.NoError(t, err)
 	require.Equal(t, f.Freed, d)
-	require.Equal(t, []sluice.LeaseRequest{req}, f.Leases())
+	require.Equal(t, []ext.LeaseRequest{req}, f.Leases())
 	require.Equal(t, []ReleaseCall{{Key: req.Key, Limit: req.Limit, Holder: req.Holder, Unspent: unspent}}, f.Releases())
 }
 
 var _ interface {
-	Limiter
-	sluice.Leaser
-	sluice.Capabler
+	sluice.Limiter
+	ext.Leaser
 } = (*RecordingLeaser)(nil)
 
 // CountingStore is a [sluice.Store] that counts the script calls (Run)
@@ -209,45 +226,84 @@ func (s *CountingStore) Run(ctx context.Context, script *sluice.Script, keys []s
 	return s.Store.Run(ctx, script, keys, args)
 }
 
-// RequireUnsupported calls every optional method that l has (Refund,
-// Reset, AllowBatch, Capacity, Lease and Release) for a capability l does
-// not report, and requires each to return an error wrapping
-// [sluice.ErrUnsupported] that names pkg (the decorator l is), the
-// capability (such as "refund") and every string of also (such as the
-// wrapped limiter's type). The requests are valid: only the missing
-// capability refuses them. A method of a capability l reports is not
-// called; test it on its own.
-func RequireUnsupported(t testing.TB, l sluice.Limiter, pkg string, also ...string) {
+// Capabilities returns the names of the optional interfaces l serves, as
+// [sluice.As] finds them ("refund", "reset", "batch", "bound", "lease",
+// "leasebatch"), after requiring that they are true: a type assertion
+// never claims one that As denies, and each one As finds answers a valid
+// request without [sluice.ErrUnsupported] (errors of the request itself,
+// such as a fake's refusal, are not this check's concern).
+func Capabilities(t testing.TB, l sluice.Limiter) []string {
 	t.Helper()
 	ctx := t.Context()
-	caps := sluice.CapabilitiesOf(l)
 	limit := sluice.PerSecond(10)
-	check := func(method string, c sluice.Capability, err error) {
+	var served []string
+	check := func(name string, asOK, typeOK bool, call func() error) {
 		t.Helper()
-		require.ErrorIs(t, err, sluice.ErrUnsupported, "%T.%s", l, method)
-		for _, want := range append([]string{pkg, c.String()}, also...) {
-			require.ErrorContains(t, err, want, "%T.%s", l, method)
+		require.False(t, typeOK && !asOK, "%T implements %s, which sluice.As denies", l, name)
+		if asOK {
+			require.NotErrorIs(t, call(), sluice.ErrUnsupported, "%T serves %s, which sluice.As found", l, name)
+			served = append(served, name)
 		}
 	}
-	if r, ok := l.(sluice.Refunder); ok && caps&sluice.CanRefund == 0 {
-		_, err := r.Refund(ctx, "k", limit, 1)
-		check("Refund", sluice.CanRefund, err)
-	}
-	if r, ok := l.(sluice.Resetter); ok && caps&sluice.CanReset == 0 {
-		check("Reset", sluice.CanReset, r.Reset(ctx, "k"))
-	}
-	if b, ok := l.(sluice.BatchLimiter); ok && caps&sluice.CanBatch == 0 {
+	r, ok := sluice.As[sluice.Refunder](l)
+	_, typeOK := l.(sluice.Refunder)
+	check("refund", ok, typeOK, func() error { _, err := r.Refund(ctx, "k", limit, 1); return err })
+	rs, ok := sluice.As[sluice.Resetter](l)
+	_, typeOK = l.(sluice.Resetter)
+	check("reset", ok, typeOK, func() error { return rs.Reset(ctx, "k") })
+	b, ok := sluice.As[sluice.BatchLimiter](l)
+	_, typeOK = l.(sluice.BatchLimiter)
+	check("batch", ok, typeOK, func() error {
 		_, err := b.AllowBatch(ctx, []sluice.Request{{Key: "k", Limit: limit, N: 1}})
-		check("AllowBatch", sluice.CanBatch, err)
+		return err
+	})
+	bd, ok := sluice.As[sluice.Bounded](l)
+	_, typeOK = l.(sluice.Bounded)
+	check("bound", ok, typeOK, func() error { _, err := bd.Capacity("k", limit); return err })
+	req := ext.LeaseRequest{Key: "k", Limit: limit, Holder: 42, Cost: 1, Extra: 5, Hold: time.Second}
+	le, ok := sluice.As[ext.Leaser](l)
+	_, typeOK = l.(ext.Leaser)
+	check("lease", ok, typeOK, func() error {
+		if _, err := le.Lease(ctx, req); err != nil {
+			return err
+		}
+		_, err := le.Release(ctx, "k", limit, 42, 1)
+		return err
+	})
+	lb, ok := sluice.As[ext.LeaseBatcher](l)
+	_, typeOK = l.(ext.LeaseBatcher)
+	check("leasebatch", ok, typeOK, func() error {
+		_, err := lb.LeaseBatch(ctx, []ext.LeaseRequest{req})
+		return err
+	})
+	return served
+}
+
+// OwnCapabilities returns the names of the optional interfaces l's own
+// type implements, found by a type assertion alone (not through an As
+// method), in [Capabilities]' order: what a decorator always serves,
+// whatever it wraps.
+func OwnCapabilities(l sluice.Limiter) []string {
+	var own []string
+	for _, c := range []struct {
+		name string
+		has  bool
+	}{
+		{"refund", implements[sluice.Refunder](l)},
+		{"reset", implements[sluice.Resetter](l)},
+		{"batch", implements[sluice.BatchLimiter](l)},
+		{"bound", implements[sluice.Bounded](l)},
+		{"lease", implements[ext.Leaser](l)},
+		{"leasebatch", implements[ext.LeaseBatcher](l)},
+	} {
+		if c.has {
+			own = append(own, c.name)
+		}
 	}
-	if b, ok := l.(sluice.Bounded); ok && caps&sluice.CanBound == 0 {
-		_, err := b.Capacity("k", limit)
-		check("Capacity", sluice.CanBound, err)
-	}
-	if le, ok := l.(sluice.Leaser); ok && caps&sluice.CanLease == 0 {
-		_, err := le.Lease(ctx, sluice.LeaseRequest{Key: "k", Limit: limit, Holder: 42, Cost: 1, Extra: 5, Hold: time.Second})
-		check("Lease", sluice.CanLease, err)
-		_, err = le.Release(ctx, "k", limit, 42, 1)
-		check("Release", sluice.CanLease, err)
-	}
+	return own
+}
+
+func implements[T any](l sluice.Limiter) bool {
+	_, ok := l.(T)
+	return ok
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/multilimit"
 	"github.com/sluicehq/sluice/sluicetest"
 )
@@ -53,8 +54,8 @@ func TestANilContextIsAnError(t *testing.T) {
 						_, err = b.AllowBatch(nilCtx, []sluice.Request{{Key: "k", Limit: limit, N: 1}})
 						require.ErrorIs(t, err, sluice.ErrNilContext, "%s: AllowBatch", name)
 					}
-					if le, ok := l.(sluice.Leaser); ok {
-						_, err = le.Lease(nilCtx, sluice.LeaseRequest{Key: "k", Limit: limit, Holder: 1, Cost: 1, Hold: time.Second})
+					if le, ok := l.(ext.Leaser); ok {
+						_, err = le.Lease(nilCtx, ext.LeaseRequest{Key: "k", Limit: limit, Holder: 1, Cost: 1, Hold: time.Second})
 						require.ErrorIs(t, err, sluice.ErrNilContext, "%s: Lease", name)
 						_, err = le.Release(nilCtx, "k", limit, 1, 0)
 						require.ErrorIs(t, err, sluice.ErrNilContext, "%s: Release", name)

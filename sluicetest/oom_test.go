@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/multilimit"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/goredisstore"
@@ -72,15 +73,15 @@ func TestEveryScriptFailsCleanlyWhenRedisIsOutOfMemory(t *testing.T) {
 	tb, err := tokenbucket.New(store)
 	require.NoError(t, err)
 	leaseKey := sluice.Key("oom", "lease")
-	_, err = tb.Lease(ctx, sluice.LeaseRequest{Key: leaseKey, Limit: limit, Holder: 1, Cost: 1, Extra: 10, Hold: time.Minute})
+	_, err = tb.Lease(ctx, ext.LeaseRequest{Key: leaseKey, Limit: limit, Holder: 1, Cost: 1, Extra: 10, Hold: time.Minute})
 	require.NoError(t, err)
 	subjects = append(subjects,
 		subject{"lease", func() error {
-			_, err := tb.Lease(ctx, sluice.LeaseRequest{Key: leaseKey, Limit: limit, Holder: 2, Cost: 1, Extra: 10, Hold: time.Minute})
+			_, err := tb.Lease(ctx, ext.LeaseRequest{Key: leaseKey, Limit: limit, Holder: 2, Cost: 1, Extra: 10, Hold: time.Minute})
 			return err
 		}},
 		subject{"lease batch", func() error {
-			results, err := tb.LeaseBatch(ctx, []sluice.LeaseRequest{{Key: leaseKey, Limit: limit, Holder: 3, Cost: 1, Extra: 10, Hold: time.Minute}})
+			results, err := tb.LeaseBatch(ctx, []ext.LeaseRequest{{Key: leaseKey, Limit: limit, Holder: 3, Cost: 1, Extra: 10, Hold: time.Minute}})
 			if err != nil {
 				return err
 			}

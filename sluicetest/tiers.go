@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/store/embedded"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/memstore"
@@ -141,6 +142,10 @@ func goRedisInspect(c redis.Cmdable) Tier {
 				argv[i] = a
 			}
 			res, err := c.Eval(ctx, script.Source(), keys, argv...).Int64Slice()
+			var reply redis.Error
+			if errors.As(err, &reply) && !errors.Is(err, redis.Nil) {
+				return nil, ext.NewServerError(reply.Error()) // as a Store returns an error reply
+			}
 			return res, err
 		},
 	}

@@ -1,11 +1,11 @@
 package fixedwindow
 
 import (
-	"errors"
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 // The Go twin of fixedwindow.lua, with the script's names.
@@ -13,16 +13,16 @@ import (
 const ttlMarginMs = 1000
 
 var (
-	errModelCostAboveRate  = errors.New("SLUICE_COST_EXCEEDS_BURST cost exceeds the rate a window allows, so it can never be allowed")
-	errModelRefundTooLarge = errors.New("SLUICE_INVALID_COST a refund cannot exceed the rate")
-	errModelInvalidState   = errors.New("SLUICE_INVALID_STATE key does not hold a fixed window")
+	errModelCostAboveRate  = ext.NewServerError("SLUICE_COST_EXCEEDS_BURST cost exceeds the rate a window allows, so it can never be allowed")
+	errModelRefundTooLarge = ext.NewServerError("SLUICE_INVALID_COST a refund cannot exceed the rate")
+	errModelInvalidState   = ext.NewServerError("SLUICE_INVALID_STATE key does not hold a fixed window")
 )
 
 // state is what the key holds: "start:count", start being the Unix
 // microsecond at which the count's window began.
 type state struct{ window, count int64 }
 
-func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
+func decide(tx sluice.LocalTx, a algorithm.Args, dry bool) ([]int64, error) {
 	switch {
 	case a.Cost > a.Rate:
 		return nil, errModelCostAboveRate
@@ -43,7 +43,7 @@ func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
 	}
 	windowEnd := window + a.PeriodUs
 
-	r := scriptlimit.Reply{Allowed: true}
+	r := algorithm.Reply{Allowed: true}
 	write := false
 	switch {
 	case a.Cost < 0:

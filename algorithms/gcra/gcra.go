@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 //go:embed gcra.lua
@@ -15,15 +16,15 @@ var body string
 // KeySuffix is appended to the caller's key to name the state's Redis key.
 const KeySuffix = ":gcra"
 
-var spec = scriptlimit.Register(&scriptlimit.Spec{
+var spec = algorithm.Register(&algorithm.Spec{
 	Name:           "gcra",
 	Body:           body,
 	Decide:         decide,
-	ResetScript:    scriptlimit.DeleteScript,
+	ResetScript:    algorithm.DeleteScript,
 	KeySuffix:      KeySuffix,
-	ValidateLimit:  scriptlimit.CheckInterval,
+	ValidateLimit:  algorithm.CheckInterval,
 	Capacity:       func(l sluice.Limit) int64 { return l.Burst },
-	MaxReplyMicros: scriptlimit.MaxNowMicros + 2*scriptlimit.MaxFillMicros,
+	MaxReplyMicros: algorithm.MaxNowMicros + 2*algorithm.MaxFillMicros,
 	Leases:         true,
 })
 
@@ -33,21 +34,21 @@ func Script() *sluice.Script { return spec.Script }
 
 // Limiter is a GCRA limiter on a [sluice.Store]. It is safe for concurrent
 // use.
-type Limiter struct{ core *scriptlimit.Limiter }
+type Limiter struct{ core *algorithm.LeasingLimiter }
 
 var _ sluice.Limiter = (*Limiter)(nil)
 
 // Option configures a [Limiter].
-type Option = scriptlimit.Option
+type Option = algorithm.Option
 
 // WithClock makes the limiter send clock's time with every call instead of
 // letting the script read the Redis server clock (client-clock mode, for
 // tests). The default is the server clock.
-func WithClock(clock sluice.Clock) Option { return scriptlimit.WithClock(clock) }
+func WithClock(clock sluice.Clock) Option { return algorithm.WithClock(clock) }
 
 // New returns a GCRA limiter on store. It does no I/O.
 func New(store sluice.Store, opts ...Option) (*Limiter, error) {
-	core, err := scriptlimit.New(spec, store, opts)
+	core, err := algorithm.NewLeasing(spec, store, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func ValidateLimit(limit sluice.Limit) error {
 	if err := limit.Validate(); err != nil {
 		return fmt.Errorf("gcra: %w", err)
 	}
-	if err := scriptlimit.CheckInterval(limit); err != nil {
+	if err := algorithm.CheckInterval(limit); err != nil {
 		return fmt.Errorf("gcra: %w", err)
 	}
 	return nil
@@ -98,8 +99,8 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 // Capacity returns the largest cost a request under limit can ever be
 // allowed, limit.Burst, or why the algorithm cannot enforce limit
 // (see [sluice.Bounded]).
-func (l *Limiter) Capacity(_ string, limit sluice.Limit) (int64, error) {
-	return l.core.Capacity(limit)
+func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return l.core.Capacity(key, limit)
 }
 
 var (
@@ -110,21 +111,21 @@ var (
 
 // Lease decides req.Cost and grants up to req.Extra more tokens to hold,
 // reserved against the bucket until they are spent, released or expire
-// (see [sluice.Leaser]; the lease decorator is its user).
-func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+// (see [ext.Leaser]; the lease decorator is its user).
+func (l *Limiter) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, error) {
 	return l.core.Lease(ctx, req)
 }
 
 // Release ends holder's reservation on key, giving back unspent tokens
-// (see [sluice.Leaser]).
+// (see [ext.Leaser]).
 func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
 	return l.core.Release(ctx, key, limit, holder, unspent)
 }
 
 // LeaseBatch runs many lease requests, each on a key of its own, in one
 // script call; the lease decorator sends its refills so.
-func (l *Limiter) LeaseBatch(ctx context.Context, reqs []sluice.LeaseRequest) ([]sluice.LeaseResult, error) {
+func (l *Limiter) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
 	return l.core.LeaseBatch(ctx, reqs)
 }
 
-var _ sluice.Leaser = (*Limiter)(nil)
+var _ ext.Leaser = (*Limiter)(nil)

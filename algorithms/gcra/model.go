@@ -1,11 +1,11 @@
 package gcra
 
 import (
-	"errors"
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 // The Go twin of gcra.lua, with the script's names; integer arithmetic
@@ -14,21 +14,21 @@ import (
 const ttlMarginMs = 1000
 
 var (
-	errModelImprecise      = errors.New("SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds")
-	errModelInvalidFill    = errors.New("SLUICE_INVALID_LIMIT burst x period / rate is too long")
-	errModelCostAboveBurst = errors.New("SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed")
-	errModelRefundTooLarge = errors.New("SLUICE_INVALID_COST a refund cannot exceed burst")
-	errModelInvalidState   = errors.New("SLUICE_INVALID_STATE key does not hold a GCRA state")
+	errModelImprecise      = ext.NewServerError("SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds")
+	errModelInvalidFill    = ext.NewServerError("SLUICE_INVALID_LIMIT burst x period / rate is too long")
+	errModelCostAboveBurst = ext.NewServerError("SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed")
+	errModelRefundTooLarge = ext.NewServerError("SLUICE_INVALID_COST a refund cannot exceed burst")
+	errModelInvalidState   = ext.NewServerError("SLUICE_INVALID_STATE key does not hold a GCRA state")
 )
 
 // emission returns the emission interval and tolerance of a, or the
 // script's error.
-func emission(a scriptlimit.Args) (interval, tolerance int64, err error) {
+func emission(a algorithm.Args) (interval, tolerance int64, err error) {
 	interval = (a.PeriodUs + a.Rate - 1) / a.Rate
 	if (interval*a.Rate-a.PeriodUs)*100 > a.PeriodUs {
 		return 0, 0, errModelImprecise
 	}
-	if interval > scriptlimit.MaxFillMicros/a.Burst {
+	if interval > algorithm.MaxFillMicros/a.Burst {
 		return 0, 0, errModelInvalidFill
 	}
 	if a.Cost > a.Burst {
@@ -40,20 +40,20 @@ func emission(a scriptlimit.Args) (interval, tolerance int64, err error) {
 	return interval, a.Burst * interval, nil
 }
 
-func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
+func decide(tx sluice.LocalTx, a algorithm.Args, dry bool) ([]int64, error) {
 	interval, tolerance, err := emission(a)
 	if err != nil {
 		return nil, err
 	}
 	tat := a.Now
 	if v, ok := tx.Get(a.Key); ok {
-		if v < 0 || v > scriptlimit.MaxNowMicros+scriptlimit.MaxFillMicros {
+		if v < 0 || v > algorithm.MaxNowMicros+algorithm.MaxFillMicros {
 			return nil, errModelInvalidState
 		}
 		tat = max(tat, v)
 	}
 
-	r := scriptlimit.Reply{Allowed: true}
+	r := algorithm.Reply{Allowed: true}
 	store := func() {
 		tx.Set(a.Key, tat, time.Duration((tat-a.Now+999)/1000+ttlMarginMs)*time.Millisecond)
 	}

@@ -1,12 +1,12 @@
 package slidingcounter
 
 import (
-	"errors"
 	"math"
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 // The Go twin of slidingcounter.lua, with the script's names. The estimate
@@ -17,9 +17,9 @@ import (
 const ttlMarginMs = 1000
 
 var (
-	errModelCostAboveRate  = errors.New("SLUICE_COST_EXCEEDS_BURST cost exceeds the rate a window allows, so it can never be allowed")
-	errModelRefundTooLarge = errors.New("SLUICE_INVALID_COST a refund cannot exceed the rate")
-	errModelInvalidState   = errors.New("SLUICE_INVALID_STATE key does not hold a sliding window counter")
+	errModelCostAboveRate  = ext.NewServerError("SLUICE_COST_EXCEEDS_BURST cost exceeds the rate a window allows, so it can never be allowed")
+	errModelRefundTooLarge = ext.NewServerError("SLUICE_INVALID_COST a refund cannot exceed the rate")
+	errModelInvalidState   = ext.NewServerError("SLUICE_INVALID_STATE key does not hold a sliding window counter")
 )
 
 // state is what the key holds: "start:cur:prev", start being the Unix
@@ -35,7 +35,7 @@ func (m estimator) fits(p, c, e, n int64) bool {
 	return weighted+float64(c)+float64(n) <= float64(m.rate)
 }
 
-func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
+func decide(tx sluice.LocalTx, a algorithm.Args, dry bool) ([]int64, error) {
 	switch {
 	case a.Cost > a.Rate:
 		return nil, errModelCostAboveRate
@@ -66,7 +66,7 @@ func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
 	m := estimator{rate: a.Rate, periodUs: period}
 
 	need := max(a.Cost, 1)
-	r := scriptlimit.Reply{Allowed: true}
+	r := algorithm.Reply{Allowed: true}
 	write := false
 	switch {
 	case a.Cost < 0:

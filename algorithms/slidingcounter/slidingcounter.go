@@ -5,7 +5,7 @@ import (
 	_ "embed"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 //go:embed slidingcounter.lua
@@ -14,15 +14,15 @@ var body string
 // KeySuffix is appended to the caller's key to name the state's Redis key.
 const KeySuffix = ":sc"
 
-var spec = scriptlimit.Register(&scriptlimit.Spec{
+var spec = algorithm.Register(&algorithm.Spec{
 	Name:        "slidingcounter",
 	Body:        body,
 	Decide:      decide,
-	ResetScript: scriptlimit.DeleteScript,
+	ResetScript: algorithm.DeleteScript,
 	KeySuffix:   KeySuffix,
 	Capacity:    func(l sluice.Limit) int64 { return l.Rate },
 	// Three periods, seen from a clock gone back from 2100 to 1970.
-	MaxReplyMicros: scriptlimit.MaxNowMicros + 3*31622400000000,
+	MaxReplyMicros: algorithm.MaxNowMicros + 3*31622400000000,
 })
 
 // Script returns the sliding window counter decision script paired with its Go
@@ -31,21 +31,21 @@ func Script() *sluice.Script { return spec.Script }
 
 // Limiter is a sliding window counter limiter on a [sluice.Store]. It is safe for
 // concurrent use.
-type Limiter struct{ core *scriptlimit.Limiter }
+type Limiter struct{ core *algorithm.Limiter }
 
 var _ sluice.Limiter = (*Limiter)(nil)
 
 // Option configures a [Limiter].
-type Option = scriptlimit.Option
+type Option = algorithm.Option
 
 // WithClock makes the limiter send clock's time with every call instead of
 // letting the script read the Redis server clock (client-clock mode, for
 // tests). The default is the server clock.
-func WithClock(clock sluice.Clock) Option { return scriptlimit.WithClock(clock) }
+func WithClock(clock sluice.Clock) Option { return algorithm.WithClock(clock) }
 
 // New returns a sliding window counter limiter on store. It does no I/O.
 func New(store sluice.Store, opts ...Option) (*Limiter, error) {
-	core, err := scriptlimit.New(spec, store, opts)
+	core, err := algorithm.New(spec, store, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +82,8 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 // Capacity returns the largest cost a request under limit can ever be
 // allowed, limit.Rate (one window's worth), or why the algorithm cannot enforce limit
 // (see [sluice.Bounded]).
-func (l *Limiter) Capacity(_ string, limit sluice.Limit) (int64, error) {
-	return l.core.Capacity(limit)
+func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return l.core.Capacity(key, limit)
 }
 
 var (

@@ -1,12 +1,12 @@
 package slidinglog
 
 import (
-	"errors"
 	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 // The Go twin of slidinglog.lua, with the script's names. The sorted set
@@ -21,16 +21,16 @@ const (
 )
 
 var (
-	errModelRateTooHigh    = errors.New("SLUICE_INVALID_LIMIT a sliding log allows a rate of at most 10000 per period")
-	errModelCostAboveRate  = errors.New("SLUICE_COST_EXCEEDS_BURST cost exceeds the rate a window allows, so it can never be allowed")
-	errModelRefundTooLarge = errors.New("SLUICE_INVALID_COST a refund cannot exceed the rate")
-	errModelInvalidState   = errors.New("SLUICE_INVALID_STATE key does not hold a sliding log")
+	errModelRateTooHigh    = ext.NewServerError("SLUICE_INVALID_LIMIT a sliding log allows a rate of at most 10000 per period")
+	errModelCostAboveRate  = ext.NewServerError("SLUICE_COST_EXCEEDS_BURST cost exceeds the rate a window allows, so it can never be allowed")
+	errModelRefundTooLarge = ext.NewServerError("SLUICE_INVALID_COST a refund cannot exceed the rate")
+	errModelInvalidState   = ext.NewServerError("SLUICE_INVALID_STATE key does not hold a sliding log")
 )
 
 // log is what the key holds: admitted times, ascending.
 type log []int64
 
-func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
+func decide(tx sluice.LocalTx, a algorithm.Args, dry bool) ([]int64, error) {
 	switch {
 	case a.Rate > MaxRate:
 		return nil, errModelRateTooHigh
@@ -50,7 +50,7 @@ func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
 	first, _ := slices.BinarySearch(entries, oldestOut+1)
 	count := int64(len(entries) - first)
 
-	r := scriptlimit.Reply{Allowed: true}
+	r := algorithm.Reply{Allowed: true}
 	write := false
 	switch need := max(a.Cost, 1); {
 	case a.Cost < 0:

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 //go:embed slidinglog.lua
@@ -15,11 +15,11 @@ var body string
 // KeySuffix is appended to the caller's key to name the state's Redis key.
 const KeySuffix = ":sl"
 
-var spec = scriptlimit.Register(&scriptlimit.Spec{
+var spec = algorithm.Register(&algorithm.Spec{
 	Name:           "slidinglog",
 	Body:           body,
 	Decide:         decide,
-	ResetScript:    scriptlimit.DeleteScript,
+	ResetScript:    algorithm.DeleteScript,
 	KeySuffix:      KeySuffix,
 	ValidateLimit:  validateRate,
 	Capacity:       func(l sluice.Limit) int64 { return l.Rate },
@@ -32,21 +32,21 @@ func Script() *sluice.Script { return spec.Script }
 
 // Limiter is a sliding window log limiter on a [sluice.Store]. It is safe for
 // concurrent use.
-type Limiter struct{ core *scriptlimit.Limiter }
+type Limiter struct{ core *algorithm.Limiter }
 
 var _ sluice.Limiter = (*Limiter)(nil)
 
 // Option configures a [Limiter].
-type Option = scriptlimit.Option
+type Option = algorithm.Option
 
 // WithClock makes the limiter send clock's time with every call instead of
 // letting the script read the Redis server clock (client-clock mode, for
 // tests). The default is the server clock.
-func WithClock(clock sluice.Clock) Option { return scriptlimit.WithClock(clock) }
+func WithClock(clock sluice.Clock) Option { return algorithm.WithClock(clock) }
 
 // New returns a sliding window log limiter on store. It does no I/O.
 func New(store sluice.Store, opts ...Option) (*Limiter, error) {
-	core, err := scriptlimit.New(spec, store, opts)
+	core, err := algorithm.New(spec, store, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func ValidateLimit(limit sluice.Limit) error {
 
 func validateRate(limit sluice.Limit) error {
 	if limit.Rate > MaxRate {
-		return sluice.NewLimitError(limit, fmt.Sprintf("a sliding log keeps one entry per admitted unit, so its rate must be at most %d; use the sliding window counter for larger limits", MaxRate))
+		return &sluice.LimitError{Limit: limit, Reason: fmt.Sprintf("a sliding log keeps one entry per admitted unit, so its rate must be at most %d; use the sliding window counter for larger limits", MaxRate)}
 	}
 	return nil
 }
@@ -101,8 +101,8 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 // Capacity returns the largest cost a request under limit can ever be
 // allowed, limit.Rate (one window's worth), or why the algorithm cannot enforce limit
 // (see [sluice.Bounded]).
-func (l *Limiter) Capacity(_ string, limit sluice.Limit) (int64, error) {
-	return l.core.Capacity(limit)
+func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return l.core.Capacity(key, limit)
 }
 
 var (

@@ -1,11 +1,11 @@
 package tokenbucket
 
 import (
-	"errors"
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 // The Go twin of tokenbucket.lua, with the script's variable names. Both do
@@ -14,11 +14,11 @@ import (
 const ttlMarginMs = 1000 // TTL_MARGIN_MS
 
 var (
-	errModelImprecise      = errors.New("SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds")
-	errModelInvalidFill    = errors.New("SLUICE_INVALID_LIMIT burst x period / rate is too long")
-	errModelCostAboveBurst = errors.New("SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed")
-	errModelRefundTooLarge = errors.New("SLUICE_INVALID_COST a refund cannot exceed burst")
-	errModelInvalidState   = errors.New("SLUICE_INVALID_STATE key does not hold a token bucket")
+	errModelImprecise      = ext.NewServerError("SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds")
+	errModelInvalidFill    = ext.NewServerError("SLUICE_INVALID_LIMIT burst x period / rate is too long")
+	errModelCostAboveBurst = ext.NewServerError("SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed")
+	errModelRefundTooLarge = ext.NewServerError("SLUICE_INVALID_COST a refund cannot exceed burst")
+	errModelInvalidState   = ext.NewServerError("SLUICE_INVALID_STATE key does not hold a token bucket")
 )
 
 // bucket is a validated decision's constants, in microseconds.
@@ -30,12 +30,12 @@ type bucket struct {
 
 // newBucket validates what the script validates after the prelude, in the
 // same order.
-func newBucket(a scriptlimit.Args) (bucket, error) {
+func newBucket(a algorithm.Args) (bucket, error) {
 	interval := (a.PeriodUs + a.Rate - 1) / a.Rate
 	switch {
 	case (interval*a.Rate-a.PeriodUs)*100 > a.PeriodUs:
 		return bucket{}, errModelImprecise
-	case interval > scriptlimit.MaxFillMicros/a.Burst:
+	case interval > algorithm.MaxFillMicros/a.Burst:
 		// The script compares with a float division; for integers,
 		// x > a/b (real) is x > floor(a/b).
 		return bucket{}, errModelInvalidFill
@@ -49,7 +49,7 @@ func newBucket(a scriptlimit.Args) (bucket, error) {
 
 // result is the script's reply and the deficit it stores, if it writes.
 type result struct {
-	reply   scriptlimit.Reply
+	reply   algorithm.Reply
 	deficit int64
 	write   bool
 }
@@ -57,7 +57,7 @@ type result struct {
 // take is the script's decision for a request of cost on a bucket whose
 // deficit (tat - now, at least 0) is deficit; dry decides without taking.
 func (b bucket) take(deficit, cost int64, dry bool) result {
-	r := result{reply: scriptlimit.Reply{Allowed: true}}
+	r := result{reply: algorithm.Reply{Allowed: true}}
 	if cost < 0 {
 		deficit = max(deficit+cost*b.interval, 0)
 		r.write = true
@@ -82,14 +82,14 @@ func (b bucket) take(deficit, cost int64, dry bool) result {
 
 // decide is the script body's Go twin: the same validation, decision and
 // write, on an in-process store.
-func decide(tx sluice.LocalTx, a scriptlimit.Args, dry bool) ([]int64, error) {
+func decide(tx sluice.LocalTx, a algorithm.Args, dry bool) ([]int64, error) {
 	b, err := newBucket(a)
 	if err != nil {
 		return nil, err
 	}
 	var deficit int64
 	if tat, ok := tx.Get(a.Key); ok {
-		if tat < 0 || tat > scriptlimit.MaxNowMicros+scriptlimit.MaxFillMicros {
+		if tat < 0 || tat > algorithm.MaxNowMicros+algorithm.MaxFillMicros {
 			return nil, errModelInvalidState
 		}
 		deficit = max(tat-a.Now, 0)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 // FuzzModelProperties checks the model against the token bucket's
@@ -23,7 +23,7 @@ func FuzzModelProperties(f *testing.F) {
 	f.Add(int64(1), int64(1000), int64(1), int64(-1), int64(7))
 	f.Add(int64(500_000), int64(1_000_000), int64(1_000_000), int64(1), int64(999_999))
 	f.Fuzz(func(t *testing.T, rate, periodUs, burst, cost, deficit int64) {
-		a := scriptlimit.Args{Rate: rate, PeriodUs: periodUs, Burst: burst, Cost: cost}
+		a := algorithm.Args{Rate: rate, PeriodUs: periodUs, Burst: burst, Cost: cost}
 		if rate < 1 || rate > periodUs || periodUs < 1000 || periodUs > 31_622_400_000_000 || burst < 1 || burst > 1e12 {
 			return // rejected by the prelude; nothing to check
 		}
@@ -72,7 +72,7 @@ func FuzzModelProperties(f *testing.F) {
 // every step of a dense schedule and checks, over every prefix, that the
 // admitted cost is at most Burst + elapsed / interval.
 func TestModelNeverAdmitsMoreThanTheLimit(t *testing.T) {
-	for _, a := range []scriptlimit.Args{
+	for _, a := range []algorithm.Args{
 		{Rate: 10, PeriodUs: 1_000_000, Burst: 5},
 		{Rate: 3, PeriodUs: 1_000_000, Burst: 5},
 		{Rate: 1000, PeriodUs: 1_000, Burst: 1},

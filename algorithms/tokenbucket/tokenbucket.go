@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 //go:embed tokenbucket.lua
@@ -17,17 +18,17 @@ var body string
 // It keeps the key's hash tag, and so its Redis Cluster slot.
 const KeySuffix = ":tb"
 
-var spec = scriptlimit.Register(&scriptlimit.Spec{
+var spec = algorithm.Register(&algorithm.Spec{
 	Name:          "tokenbucket",
 	Body:          body,
 	Decide:        decide,
-	ResetScript:   scriptlimit.DeleteScript,
+	ResetScript:   algorithm.DeleteScript,
 	KeySuffix:     KeySuffix,
-	ValidateLimit: scriptlimit.CheckInterval,
+	ValidateLimit: algorithm.CheckInterval,
 	Capacity:      func(l sluice.Limit) int64 { return l.Burst },
 	// A deficit after the clock went back from 2100 to 1970, plus a
 	// full bucket: anything larger is not a reply of this script.
-	MaxReplyMicros: scriptlimit.MaxNowMicros + 2*scriptlimit.MaxFillMicros,
+	MaxReplyMicros: algorithm.MaxNowMicros + 2*algorithm.MaxFillMicros,
 	Leases:         true,
 })
 
@@ -38,22 +39,22 @@ func Script() *sluice.Script { return spec.Script }
 
 // Limiter is a token bucket limiter on a [sluice.Store]. It is safe for
 // concurrent use.
-type Limiter struct{ core *scriptlimit.Limiter }
+type Limiter struct{ core *algorithm.LeasingLimiter }
 
 var _ sluice.Limiter = (*Limiter)(nil)
 
 // Option configures a [Limiter].
-type Option = scriptlimit.Option
+type Option = algorithm.Option
 
 // WithClock makes the limiter send clock's time with every call instead of
 // letting the script read the Redis server clock (client-clock mode). The
 // default is the server clock, which is what production callers want; see
 // the package documentation before changing it.
-func WithClock(clock sluice.Clock) Option { return scriptlimit.WithClock(clock) }
+func WithClock(clock sluice.Clock) Option { return algorithm.WithClock(clock) }
 
 // New returns a token bucket limiter on store. It does no I/O.
 func New(store sluice.Store, opts ...Option) (*Limiter, error) {
-	core, err := scriptlimit.New(spec, store, opts)
+	core, err := algorithm.NewLeasing(spec, store, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +89,7 @@ func ValidateLimit(limit sluice.Limit) error {
 	if err := limit.Validate(); err != nil {
 		return fmt.Errorf("tokenbucket: %w", err)
 	}
-	if err := scriptlimit.CheckInterval(limit); err != nil {
+	if err := algorithm.CheckInterval(limit); err != nil {
 		return fmt.Errorf("tokenbucket: %w", err)
 	}
 	return nil
@@ -106,8 +107,8 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 // Capacity returns the largest cost a request under limit can ever be
 // allowed, limit.Burst, or why the algorithm cannot enforce limit
 // (see [sluice.Bounded]).
-func (l *Limiter) Capacity(_ string, limit sluice.Limit) (int64, error) {
-	return l.core.Capacity(limit)
+func (l *Limiter) Capacity(key string, limit sluice.Limit) (int64, error) {
+	return l.core.Capacity(key, limit)
 }
 
 var (
@@ -118,21 +119,21 @@ var (
 
 // Lease decides req.Cost and grants up to req.Extra more tokens to hold,
 // reserved against the bucket until they are spent, released or expire
-// (see [sluice.Leaser]; the lease decorator is its user).
-func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+// (see [ext.Leaser]; the lease decorator is its user).
+func (l *Limiter) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, error) {
 	return l.core.Lease(ctx, req)
 }
 
 // Release ends holder's reservation on key, giving back unspent tokens
-// (see [sluice.Leaser]).
+// (see [ext.Leaser]).
 func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
 	return l.core.Release(ctx, key, limit, holder, unspent)
 }
 
 // LeaseBatch runs many lease requests, each on a key of its own, in one
 // script call; the lease decorator sends its refills so.
-func (l *Limiter) LeaseBatch(ctx context.Context, reqs []sluice.LeaseRequest) ([]sluice.LeaseResult, error) {
+func (l *Limiter) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
 	return l.core.LeaseBatch(ctx, reqs)
 }
 
-var _ sluice.Leaser = (*Limiter)(nil)
+var _ ext.Leaser = (*Limiter)(nil)

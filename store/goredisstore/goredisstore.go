@@ -24,6 +24,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 )
 
 // Store runs Sluice scripts on a go-redis client. It is safe for concurrent
@@ -59,7 +60,7 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 		res, err = s.client.Eval(ctx, script.Source(), keys, argv...).Result()
 	}
 	if err != nil {
-		if deadline := sluice.CallerDeadline(ctx, err); deadline != nil {
+		if deadline := ext.CallerDeadline(ctx, err); deadline != nil {
 			return nil, fmt.Errorf("goredisstore: %w", deadline)
 		}
 		if cluster, ok := s.client.(*redis.ClusterClient); ok && slotMapMayBeStale(err) {
@@ -70,7 +71,7 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 			// reload runs in the background, at most once per 200 ms.
 			cluster.ReloadState(ctx)
 		}
-		return nil, fmt.Errorf("goredisstore: %w", err)
+		return nil, fmt.Errorf("goredisstore: %w", serverError(err))
 	}
 	return intReplies(res)
 }
@@ -114,6 +115,16 @@ func slotMapMayBeStale(err error) bool {
 		return true
 	}
 	return redis.HasErrorPrefix(err, "CLUSTERDOWN") || redis.HasErrorPrefix(err, "TRYAGAIN")
+}
+
+// serverError returns err's error reply as an [ext.ServerError], or err
+// when it is no error reply.
+func serverError(err error) error {
+	var reply redis.Error
+	if errors.As(err, &reply) && !errors.Is(err, redis.Nil) {
+		return ext.NewServerError(reply.Error())
+	}
+	return err
 }
 
 func isNoScript(err error) bool {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 )
@@ -55,7 +56,7 @@ func TestLoadPreloadsScripts(t *testing.T) {
 }
 
 // On a Cluster the server refuses keys of different slots (CROSSSLOT);
-// sluice.ScriptError, which every limiter applies, maps it to
+// the store returns it as an ext.ServerError, which wraps
 // sluice.ErrCrossSlot so that callers can split the call.
 func TestClusterCrossSlot(t *testing.T) {
 	cluster := sluicetest.SharedCluster(t)
@@ -63,7 +64,8 @@ func TestClusterCrossSlot(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	s := goredisstore.New(c)
 	_, err := s.Run(t.Context(), tokenbucket.Script(), []string{sluice.Key("a"), sluice.Key("b")}, []int64{1, 1000000, 1, 1})
-	require.ErrorIs(t, sluice.ScriptError(err), sluice.ErrCrossSlot)
+	require.ErrorIs(t, err, sluice.ErrCrossSlot)
+	require.Equal(t, "CROSSSLOT", ext.ServerCode(err))
 	got, err := s.Run(t.Context(), sluice.NewScript("return {#KEYS}", nil), []string{sluice.Key("a", "x"), sluice.Key("a", "y")}, nil)
 	require.NoError(t, err, "keys sharing a tag share a slot")
 	require.Equal(t, []int64{2}, got)

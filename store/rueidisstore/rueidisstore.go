@@ -29,6 +29,7 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 )
 
 // Store runs Sluice scripts on a rueidis client. It is safe for concurrent
@@ -67,7 +68,7 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 	}
 	if s.slotted {
 		for _, k := range keys[min(1, len(keys)):] {
-			if sluice.HashSlot(k) != sluice.HashSlot(keys[0]) {
+			if ext.HashSlot(k) != ext.HashSlot(keys[0]) {
 				return nil, ErrCrossSlot
 			}
 		}
@@ -84,8 +85,11 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 		res = s.run(ctx, script, keys, argv)
 	}
 	if err := res.Error(); err != nil {
-		if deadline := sluice.CallerDeadline(ctx, err); deadline != nil {
+		if deadline := ext.CallerDeadline(ctx, err); deadline != nil {
 			return nil, fmt.Errorf("rueidisstore: %w", deadline)
+		}
+		if reply, ok := rueidis.IsRedisErr(err); ok {
+			return nil, fmt.Errorf("rueidisstore: %w", ext.NewServerError(reply.Error()))
 		}
 		return nil, fmt.Errorf("rueidisstore: %w", err)
 	}

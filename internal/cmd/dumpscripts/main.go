@@ -16,7 +16,7 @@ import (
 	_ "github.com/sluicehq/sluice/algorithms/slidingcounter"
 	_ "github.com/sluicehq/sluice/algorithms/slidinglog"
 	_ "github.com/sluicehq/sluice/algorithms/tokenbucket"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext/algorithm"
 )
 
 func main() {
@@ -34,9 +34,9 @@ func dump(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	files := map[string]string{"prelude.lua": scriptlimit.Prelude()}
+	files := map[string]string{"prelude.lua": algorithm.Prelude()}
 	for _, name := range []string{"tokenbucket", "gcra", "fixedwindow", "slidingcounter", "slidinglog"} {
-		spec := scriptlimit.Registered(name)
+		spec := algorithm.Registered(name)
 		if spec == nil {
 			return fmt.Errorf("algorithm %s is not registered", name)
 		}

@@ -8,7 +8,7 @@
 //
 // Every decision script replies {allowed (0|1), remaining, retry_after_us,
 // reset_after_us}.
-package scriptlimit
+package algorithm
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 )
 
 //go:embed prelude.lua
@@ -58,11 +59,11 @@ const (
 
 // The prelude's error replies, as the Go twins return them.
 var (
-	ErrModelInvalidKey   = errors.New("SLUICE_INVALID_KEY one non-empty key expected")
-	ErrModelInvalidArgs  = errors.New("SLUICE_INVALID_LIMIT 4 or 5 arguments expected")
-	ErrModelInvalidLimit = errors.New("SLUICE_INVALID_LIMIT rate, period_us and burst must be integers in range")
-	ErrModelInvalidCost  = errors.New("SLUICE_INVALID_COST cost must be an integer")
-	ErrModelInvalidNow   = errors.New("SLUICE_INVALID_LIMIT now_us must be an integer in range")
+	ErrModelInvalidKey   = ext.NewServerError("SLUICE_INVALID_KEY one non-empty key expected")
+	ErrModelInvalidArgs  = ext.NewServerError("SLUICE_INVALID_LIMIT 4 or 5 arguments expected")
+	ErrModelInvalidLimit = ext.NewServerError("SLUICE_INVALID_LIMIT rate, period_us and burst must be integers in range")
+	ErrModelInvalidCost  = ext.NewServerError("SLUICE_INVALID_COST cost must be an integer")
+	ErrModelInvalidNow   = ext.NewServerError("SLUICE_INVALID_LIMIT now_us must be an integer in range")
 )
 
 // Args are the prelude's parsed arguments.
@@ -149,7 +150,7 @@ type Spec struct {
 	// MaxReplyMicros bounds the durations a reply may carry.
 	MaxReplyMicros int64
 	// Leases says the state is one integer, the time the bucket is full
-	// again, so that LeaseScript leases from it ([sluice.Leaser]).
+	// again, so that LeaseScript leases from it ([ext.Leaser]).
 	Leases bool
 }
 
@@ -201,8 +202,19 @@ type Limiter struct {
 	clock sluice.Clock // nil: the script reads the server clock
 }
 
+var (
+	_ sluice.Limiter      = (*Limiter)(nil)
+	_ sluice.Refunder     = (*Limiter)(nil)
+	_ sluice.Resetter     = (*Limiter)(nil)
+	_ sluice.BatchLimiter = (*Limiter)(nil)
+	_ sluice.Bounded      = (*Limiter)(nil)
+)
+
 // New returns a Limiter for spec on store. It does no I/O.
-func New(spec *Spec, store sluice.Store, opts []Option) (*Limiter, error) {
+func New(spec *Spec, store sluice.Store, opts ...Option) (*Limiter, error) {
+	if spec == nil || spec.Script == nil {
+		return nil, errors.New("algorithm: a registered spec is required (see Register)")
+	}
 	if store == nil {
 		return nil, fmt.Errorf("%s: store must not be nil", spec.Name)
 	}
@@ -226,9 +238,9 @@ func (l *Limiter) ValidateLimit(limit sluice.Limit) error {
 	return nil
 }
 
-// Capacity returns the largest cost limit can ever allow (see
-// [sluice.Bounded]), or why the algorithm cannot enforce limit.
-func (l *Limiter) Capacity(limit sluice.Limit) (int64, error) {
+// Capacity returns the largest cost limit can ever allow, whatever the
+// key (see [sluice.Bounded]), or why the algorithm cannot enforce limit.
+func (l *Limiter) Capacity(_ string, limit sluice.Limit) (int64, error) {
 	if err := l.ValidateLimit(limit); err != nil {
 		return 0, err
 	}
@@ -251,17 +263,7 @@ func (s *Spec) CheckLimit(limit sluice.Limit) error {
 // CheckCost reports whether a request of cost n can ever be decided under
 // limit: 0 <= n <= the algorithm's capacity.
 func (s *Spec) CheckCost(limit sluice.Limit, n int64) error {
-	capacity := s.Capacity(limit)
-	switch {
-	case n < 0:
-		return sluice.NewCostError(n, limit, "cost must not be negative", false)
-	case n > capacity && capacity == limit.Burst:
-		return sluice.NewCostError(n, limit, "cost exceeds burst, so it can never be allowed", true)
-	case n > capacity:
-		return sluice.NewCostError(n, limit,
-			fmt.Sprintf("cost exceeds the %d a window allows (the limit's rate), so it can never be allowed", capacity), true)
-	}
-	return nil
+	return ext.CheckCost(limit, n, s.Capacity(limit))
 }
 
 // AllowN decides a request of cost n (0 peeks).
@@ -301,7 +303,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if ctx == nil {
 		return sluice.ErrNilContext
 	}
-	if err := sluice.ValidateKey(key); err != nil {
+	if err := ext.ValidateKey(key); err != nil {
 		return fmt.Errorf("%s: %w", l.spec.Name, err)
 	}
 	args, err := l.args(1, 1, 1, 0)
@@ -309,13 +311,13 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 		return err
 	}
 	if _, err := l.store.Run(ctx, l.spec.ResetScript, []string{key + l.spec.KeySuffix}, args); err != nil {
-		return fmt.Errorf("%s: reset: %w", l.spec.Name, sluice.ScriptError(err))
+		return fmt.Errorf("%s: reset: %w", l.spec.Name, err)
 	}
 	return nil
 }
 
 func (l *Limiter) check(key string, limit sluice.Limit) error {
-	if err := sluice.ValidateKey(key); err != nil {
+	if err := ext.ValidateKey(key); err != nil {
 		return fmt.Errorf("%s: %w", l.spec.Name, err)
 	}
 	return l.ValidateLimit(limit)
@@ -356,7 +358,7 @@ func (l *Limiter) run(ctx context.Context, key string, limit sluice.Limit, cost 
 	}
 	reply, err := l.store.Run(ctx, l.spec.Script, []string{key + l.spec.KeySuffix}, args)
 	if err != nil {
-		return sluice.Decision{}, fmt.Errorf("%s: %w", l.spec.Name, sluice.ScriptError(err))
+		return sluice.Decision{}, fmt.Errorf("%s: %w", l.spec.Name, err)
 	}
 	return l.parseReply(reply, limit)
 }
@@ -393,8 +395,8 @@ func CheckInterval(limit sluice.Limit) error {
 	periodUs := limit.PeriodMicros()
 	interval := (periodUs + limit.Rate - 1) / limit.Rate
 	if (interval*limit.Rate-periodUs)*100 > periodUs {
-		return sluice.NewLimitError(limit, "period / rate must be within 1% of a whole number of microseconds "+
-			"(the interval's resolution); choose a rate that divides the period, or split the key")
+		return &sluice.LimitError{Limit: limit, Reason: "period / rate must be within 1% of a whole number of microseconds " +
+			"(the interval's resolution); choose a rate that divides the period, or split the key"}
 	}
 	return nil
 }

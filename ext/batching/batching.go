@@ -18,26 +18,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 )
-
-// Next is what a Sender sends to: a limiter that decides single requests
-// and batches, as every Sluice algorithm's concrete type does.
-type Next interface {
-	sluice.Limiter
-	sluice.BatchLimiter
-}
-
-// LeaseNext is what a LeaseSender sends to: a limiter that leases for one
-// key and for many in one call, as the bucket algorithms do.
-type LeaseNext interface {
-	sluice.Leaser
-	LeaseBatch(ctx context.Context, reqs []sluice.LeaseRequest) ([]sluice.LeaseResult, error)
-}
 
 // Batcher sends requests of type Q, each answered by an R, alone or in
 // batches. It is safe for concurrent use.
@@ -56,18 +42,19 @@ type Batcher[Q, R any] struct {
 type Sender = Batcher[sluice.Request, sluice.Result]
 
 // LeaseSender sends lease requests to one limiter.
-type LeaseSender = Batcher[sluice.LeaseRequest, sluice.LeaseResult]
+type LeaseSender = Batcher[ext.LeaseRequest, ext.LeaseResult]
 
-// NewSender returns a Sender to next. With byTag, only keys with the same
-// hash tag share a batch from the start (a go-redis Ring, which reports no
-// CROSSSLOT); a Cluster is detected without it.
-func NewSender(next Next, byTag bool) *Sender {
+// NewSender returns a Sender to next, whose batches go to batch (next's
+// [sluice.BatchLimiter], as [sluice.As] finds it). With byTag, only keys
+// with the same hash tag share a batch from the start (a go-redis Ring,
+// which reports no CROSSSLOT); a Cluster is detected without it.
+func NewSender(next sluice.Limiter, batch sluice.BatchLimiter, byTag bool) *Sender {
 	s := &Sender{
 		one: func(ctx context.Context, r sluice.Request) sluice.Result {
 			d, err := next.AllowN(ctx, r.Key, r.Limit, r.N)
 			return sluice.Result{Decision: d, Err: err}
 		},
-		many: next.AllowBatch,
+		many: batch.AllowBatch,
 		key:  func(r sluice.Request) string { return r.Key },
 		fail: func(err error) sluice.Result { return sluice.Result{Err: err} },
 	}
@@ -75,16 +62,17 @@ func NewSender(next Next, byTag bool) *Sender {
 	return s
 }
 
-// NewLeaseSender returns a LeaseSender to next, batching as NewSender's.
-func NewLeaseSender(next LeaseNext, byTag bool) *LeaseSender {
+// NewLeaseSender returns a LeaseSender to next, whose batches go to
+// batch, as NewSender's.
+func NewLeaseSender(next ext.Leaser, batch ext.LeaseBatcher, byTag bool) *LeaseSender {
 	s := &LeaseSender{
-		one: func(ctx context.Context, r sluice.LeaseRequest) sluice.LeaseResult {
+		one: func(ctx context.Context, r ext.LeaseRequest) ext.LeaseResult {
 			g, err := next.Lease(ctx, r)
-			return sluice.LeaseResult{Grant: g, Err: err}
+			return ext.LeaseResult{Grant: g, Err: err}
 		},
-		many: next.LeaseBatch,
-		key:  func(r sluice.LeaseRequest) string { return r.Key },
-		fail: func(err error) sluice.LeaseResult { return sluice.LeaseResult{Err: err} },
+		many: batch.LeaseBatch,
+		key:  func(r ext.LeaseRequest) string { return r.Key },
+		fail: func(err error) ext.LeaseResult { return ext.LeaseResult{Err: err} },
 	}
 	s.byTag.Store(byTag)
 	return s
@@ -204,7 +192,7 @@ func (s *Batcher[Q, R]) groupByTag(reqs []Q, at []int) [][]int {
 	var groups [][]int
 	index := map[string]int{}
 	for _, j := range at {
-		tag := HashTag(s.key(reqs[j]))
+		tag := ext.HashTag(s.key(reqs[j]))
 		if i, ok := index[tag]; ok && tag != "" {
 			groups[i] = append(groups[i], j)
 			continue
@@ -213,15 +201,4 @@ func (s *Batcher[Q, R]) groupByTag(reqs []Q, at []int) [][]int {
 		groups = append(groups, []int{j})
 	}
 	return groups
-}
-
-// HashTag returns key's Redis hash tag, as [sluice.HashSlot] reads it, or
-// "" when the whole key is hashed.
-func HashTag(key string) string {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			return key[i+1 : i+1+j]
-		}
-	}
-	return ""
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/batching"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/batching"
 )
 
 var errBad = errors.New("bad request")
@@ -49,7 +50,7 @@ func (f *fake) AllowBatch(_ context.Context, reqs []sluice.Request) ([]sluice.Re
 	}
 	if f.cluster {
 		for _, k := range keys {
-			if batching.HashTag(k) != batching.HashTag(keys[0]) || batching.HashTag(k) == "" {
+			if ext.HashTag(k) != ext.HashTag(keys[0]) || ext.HashTag(k) == "" {
 				return nil, sluice.ErrCrossSlot
 			}
 		}
@@ -97,7 +98,7 @@ func requireDecided(t *testing.T, reqs []sluice.Request, results []sluice.Result
 
 func TestOneBatch(t *testing.T) {
 	f := &fake{}
-	s := batching.NewSender(f, false)
+	s := newSender(f, false)
 	reqs := requests("a", "b", "c")
 	requireDecided(t, reqs, decide(s, reqs))
 	require.Equal(t, [][]string{{"a", "b", "c"}}, f.batches)
@@ -108,7 +109,7 @@ func TestOneBatch(t *testing.T) {
 func TestARequestAloneGoesByAllowN(t *testing.T) {
 	f := &fake{}
 	reqs := requests("a")
-	requireDecided(t, reqs, decide(batching.NewSender(f, false), reqs))
+	requireDecided(t, reqs, decide(newSender(f, false), reqs))
 	require.Equal(t, []string{"a"}, f.singles)
 	require.Empty(t, f.batches)
 }
@@ -116,7 +117,7 @@ func TestARequestAloneGoesByAllowN(t *testing.T) {
 func TestAnInvalidRequestFailsAlone(t *testing.T) {
 	f := &fake{}
 	reqs := requests("a", "bad", "c", "bad2", "e")
-	results := decide(batching.NewSender(f, false), reqs)
+	results := decide(newSender(f, false), reqs)
 	require.ErrorIs(t, results[1].Err, errBad)
 	require.ErrorIs(t, results[3].Err, errBad)
 	requireDecided(t, reqs, results, 1, 3)
@@ -125,7 +126,7 @@ func TestAnInvalidRequestFailsAlone(t *testing.T) {
 
 func TestACrossSlotBatchIsSplitByTag(t *testing.T) {
 	f := &fake{cluster: true}
-	s := batching.NewSender(f, false)
+	s := newSender(f, false)
 	reqs := requests("{x}1", "{y}1", "{x}2", "untagged", "{y}2")
 	requireDecided(t, reqs, decide(s, reqs))
 	require.ElementsMatch(t, [][]string{{"{x}1", "{x}2"}, {"{y}1", "{y}2"}}, f.batches, "each tag's keys together, in order")
@@ -143,10 +144,10 @@ func TestACrossSlotBatchIsSplitByTag(t *testing.T) {
 func TestAFailedBatchFailsEveryRequest(t *testing.T) {
 	boom := errors.New("connection reset")
 	reqs := requests("a", "b", "c")
-	for _, r := range decide(batching.NewSender(&fake{failWith: boom}, false), reqs) {
+	for _, r := range decide(newSender(&fake{failWith: boom}, false), reqs) {
 		require.ErrorIs(t, r.Err, boom)
 	}
-	for _, r := range decide(batching.NewSender(&fake{short: true}, false), reqs) {
+	for _, r := range decide(newSender(&fake{short: true}, false), reqs) {
 		require.ErrorIs(t, r.Err, sluice.ErrUnexpectedReply)
 	}
 }
@@ -155,9 +156,9 @@ func TestHashTag(t *testing.T) {
 	for key, tag := range map[string]string{
 		"{t}:tb": "t", "a{b}c{d}": "b", "{}x": "", "x{": "", "x}{y}": "y", "plain": "", "{{a}}": "{a",
 	} {
-		require.Equal(t, tag, batching.HashTag(key), key)
+		require.Equal(t, tag, ext.HashTag(key), key)
 		if tag != "" {
-			require.Equal(t, sluice.HashSlot(key), sluice.HashSlot("{"+tag+"}"), "the slot is the tag's: %s", key)
+			require.Equal(t, ext.HashSlot(key), ext.HashSlot("{"+tag+"}"), "the slot is the tag's: %s", key)
 		}
 	}
 }
@@ -179,7 +180,7 @@ func (p *panicky) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 }
 
 func TestAPanicInAGroupReachesTheCaller(t *testing.T) {
-	s := batching.NewSender(&panicky{}, true)
+	s := newSender(&panicky{}, true)
 	reqs := requests("{a}1", "{a}2", "{b}boom", "{b}2")
 	require.PanicsWithValue(t, "boom", func() { decide(s, reqs) })
 	reqs = requests("{a}1", "{a}2", "{b}boom", "{b}2", "{c}bang", "{c}2")
@@ -223,6 +224,14 @@ func (g *gathering) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]sl
 func TestGroupsGoAtTheSameTime(t *testing.T) {
 	g := &gathering{fake: fake{cluster: true}, want: 4, allThere: make(chan struct{})}
 	reqs := requests("{a}1", "{b}1", "{c}1", "{d}1", "{a}2", "{b}2", "{c}2", "{d}2")
-	requireDecided(t, reqs, decide(batching.NewSender(g, true), reqs))
+	requireDecided(t, reqs, decide(newSender(g, true), reqs))
 	require.Equal(t, int32(4), g.most.Load(), "the 4 tags' batches were in flight together")
+}
+
+// newSender is a Sender to l, which batches itself.
+func newSender[L interface {
+	sluice.Limiter
+	sluice.BatchLimiter
+}](l L, byTag bool) *batching.Sender {
+	return batching.NewSender(l, l, byTag)
 }

@@ -1,4 +1,4 @@
-package scriptlimit
+package algorithm
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/store/embedded"
 )
 
@@ -53,7 +54,7 @@ func TestBatchErrorCodes(t *testing.T) {
 		{batchInvalidState, "WRONGTYPE Operation against a key holding the wrong kind of value", sluice.ErrKeyConflict},
 		{batchOther, "ERR something else", sluice.ErrUnexpectedReply},
 	} {
-		require.Equal(t, c.code, batchErrorCode(c.message), c.message)
+		require.Equal(t, c.code, batchErrorCode(ext.NewServerError(c.message)), c.message)
 		require.ErrorIs(t, l.batchError(c.code), c.sentinel, c.message)
 	}
 	require.ErrorIs(t, l.batchError(batchCostExceedsBurst), sluice.ErrInvalidCost, "as AllowN's error does")

@@ -1,4 +1,4 @@
-package scriptlimit_test
+package algorithm_test
 
 import (
 	"context"
@@ -13,7 +13,8 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/gcra"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
-	"github.com/sluicehq/sluice/internal/scriptlimit"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/algorithm"
 	"github.com/sluicehq/sluice/sluicetest"
 )
 
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) { sluicetest.Main(m) }
 // leaser is a bucket algorithm's limiter: it decides and leases.
 type leaser interface {
 	sluice.Limiter
-	sluice.Leaser
+	ext.Leaser
 }
 
 func newLeasers(t *testing.T, store sluice.Store, clock sluice.Clock) map[string]leaser {
@@ -54,7 +55,7 @@ func TestLeasedTokensCountUntilReleased(t *testing.T) {
 				l := newLeasers(t, tier.Store, clock)[name]
 				key := sluice.Key(sluicetest.UniqueKey(t))
 				ctx := t.Context()
-				g, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 99, Hold: hold})
+				g, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 99, Hold: hold})
 				require.NoError(t, err)
 				require.True(t, g.Allowed)
 				require.EqualValues(t, 99, g.Extra, "the whole bucket is granted")
@@ -66,12 +67,12 @@ func TestLeasedTokensCountUntilReleased(t *testing.T) {
 				clock.Advance(900 * time.Millisecond)
 				d, err := l.AllowN(ctx, key, leaseLimit, 0)
 				require.NoError(t, err)
-				other, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 1, Extra: 50, Hold: hold})
+				other, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 1, Extra: 50, Hold: hold})
 				require.NoError(t, err)
 				require.True(t, other.Allowed, "one token is free: burst 100 less 99 reserved")
 				require.EqualValues(t, 0, other.Extra)
 				require.True(t, d.Allowed, "a plain peek does not see reservations")
-				denied, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 1, Hold: hold})
+				denied, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 1, Hold: hold})
 				require.NoError(t, err)
 				require.False(t, denied.Allowed, "the reservations leave nothing")
 				require.Greater(t, denied.RetryAfter, time.Duration(0))
@@ -80,7 +81,7 @@ func TestLeasedTokensCountUntilReleased(t *testing.T) {
 				rel, err := l.Release(ctx, key, leaseLimit, 1, 59)
 				require.NoError(t, err)
 				require.EqualValues(t, 59, rel.Remaining, "the unspent tokens are back, and nothing more")
-				again, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 1, Extra: 100, Hold: hold})
+				again, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 1, Extra: 100, Hold: hold})
 				require.NoError(t, err)
 				require.True(t, again.Allowed)
 				require.EqualValues(t, 58, again.Extra)
@@ -100,24 +101,24 @@ func TestReportedSpendingStopsCounting(t *testing.T) {
 			l := newLeasers(t, tier.Store, clock)["tokenbucket"]
 			key := sluice.Key(sluicetest.UniqueKey(t))
 			ctx := t.Context()
-			_, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 99, Hold: hold})
+			_, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 99, Hold: hold})
 			require.NoError(t, err)
 			clock.Advance(500 * time.Millisecond)
 			// It holds 9 of its 99: the bucket could refill into 1 token
 			// only, which this call takes.
-			g, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 100, Held: 9, Hold: hold})
+			g, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 100, Held: 9, Hold: hold})
 			require.NoError(t, err)
 			require.True(t, g.Allowed)
 			require.EqualValues(t, 0, g.Extra)
 			require.Equal(t, 500*time.Millisecond, g.Expires, "no tokens granted: the reservation keeps its end")
 			clock.Advance(300 * time.Millisecond)
-			g, err = l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 100, Held: 9, Hold: hold})
+			g, err = l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 100, Held: 9, Hold: hold})
 			require.NoError(t, err)
 			require.True(t, g.Allowed)
 			require.EqualValues(t, 29, g.Extra, "30 tokens refilled in 0.3 s since the report")
 			require.Equal(t, hold, g.Expires)
 			// Claiming to hold more than it reserves counts as what it reserves.
-			g, err = l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Held: 1000, Hold: hold})
+			g, err = l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Held: 1000, Hold: hold})
 			require.NoError(t, err)
 			require.False(t, g.Allowed)
 			rel, err := l.Release(ctx, key, leaseLimit, 1, 1000)
@@ -137,20 +138,20 @@ func TestAnExpiredReservationRefillsAtTheRate(t *testing.T) {
 			l := newLeasers(t, tier.Store, clock)["tokenbucket"]
 			key := sluice.Key(sluicetest.UniqueKey(t))
 			ctx := t.Context()
-			_, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 7, Cost: 100, Hold: hold})
+			_, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 7, Cost: 100, Hold: hold})
 			require.NoError(t, err)
-			_, err = l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 7, Cost: 0, Extra: 0, Hold: hold})
+			_, err = l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 7, Cost: 0, Extra: 0, Hold: hold})
 			require.NoError(t, err)
 			// Holder 7 reserves nothing (its cost was spent at once); holder 8
 			// takes what refills in 0.5 s and dies.
 			clock.Advance(500 * time.Millisecond)
-			g, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 8, Cost: 1, Extra: 100, Hold: hold})
+			g, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 8, Cost: 1, Extra: 100, Hold: hold})
 			require.NoError(t, err)
 			require.EqualValues(t, 49, g.Extra)
 			// While the 49 were reserved the bucket refilled to 51 at most;
 			// 0.2 s after the reservation ended, 20 more.
 			clock.Advance(hold + 200*time.Millisecond)
-			d, err := l.Lease(ctx, sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 9, Cost: 0, Hold: hold})
+			d, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 9, Cost: 0, Hold: hold})
 			require.NoError(t, err)
 			require.EqualValues(t, 51+20, d.Remaining)
 		})
@@ -160,18 +161,18 @@ func TestAnExpiredReservationRefillsAtTheRate(t *testing.T) {
 func TestLeaseRefusesBadRequests(t *testing.T) {
 	l := newLeasers(t, sluicetest.MemTier(t).Store, sluicetest.NewFakeClock(sluicetest.Epoch))["gcra"]
 	key := sluice.Key("bad")
-	ok := sluice.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Hold: hold}
-	for name, mutate := range map[string]func(*sluice.LeaseRequest){
-		"holder 0":        func(r *sluice.LeaseRequest) { r.Holder = 0 },
-		"negative extra":  func(r *sluice.LeaseRequest) { r.Extra = -1 },
-		"negative held":   func(r *sluice.LeaseRequest) { r.Held = -1 },
-		"hold 0":          func(r *sluice.LeaseRequest) { r.Hold = 0 },
-		"hold 2h":         func(r *sluice.LeaseRequest) { r.Hold = 2 * time.Hour },
-		"hold 1.5 ms":     func(r *sluice.LeaseRequest) { r.Hold = 1500 * time.Microsecond },
-		"cost over burst": func(r *sluice.LeaseRequest) { r.Cost = 101 },
-		"negative cost":   func(r *sluice.LeaseRequest) { r.Cost = -1 },
-		"empty key":       func(r *sluice.LeaseRequest) { r.Key = "" },
-		"bad limit":       func(r *sluice.LeaseRequest) { r.Limit.Rate = 0 },
+	ok := ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Hold: hold}
+	for name, mutate := range map[string]func(*ext.LeaseRequest){
+		"holder 0":        func(r *ext.LeaseRequest) { r.Holder = 0 },
+		"negative extra":  func(r *ext.LeaseRequest) { r.Extra = -1 },
+		"negative held":   func(r *ext.LeaseRequest) { r.Held = -1 },
+		"hold 0":          func(r *ext.LeaseRequest) { r.Hold = 0 },
+		"hold 2h":         func(r *ext.LeaseRequest) { r.Hold = 2 * time.Hour },
+		"hold 1.5 ms":     func(r *ext.LeaseRequest) { r.Hold = 1500 * time.Microsecond },
+		"cost over burst": func(r *ext.LeaseRequest) { r.Cost = 101 },
+		"negative cost":   func(r *ext.LeaseRequest) { r.Cost = -1 },
+		"empty key":       func(r *ext.LeaseRequest) { r.Key = "" },
+		"bad limit":       func(r *ext.LeaseRequest) { r.Limit.Rate = 0 },
 	} {
 		req := ok
 		mutate(&req)
@@ -188,12 +189,12 @@ func TestLeaseRefusesBadRequests(t *testing.T) {
 
 func TestLedgerKeyKeepsTheSlot(t *testing.T) {
 	for _, k := range []string{"rl:{tenant:42}:api:tb", "plain:tb", "{open:tb", "a{b}c", "rl:{%}:tb"} {
-		require.Equal(t, sluice.HashSlot(k), sluice.HashSlot(scriptlimit.LedgerKey(k)), k)
-		require.NotEqual(t, k, scriptlimit.LedgerKey(k))
+		require.Equal(t, ext.HashSlot(k), ext.HashSlot(algorithm.LedgerKey(k)), k)
+		require.NotEqual(t, k, algorithm.LedgerKey(k))
 	}
 	// Without a hash tag and with a '}' no wrapping keeps the slot; the
 	// ledger key is still distinct.
-	require.Equal(t, "{}odd:tb:leases", scriptlimit.LedgerKey("{}odd:tb"))
+	require.Equal(t, "{}odd:tb:leases", algorithm.LedgerKey("{}odd:tb"))
 }
 
 // FuzzLeaseScriptMatchesModel runs random sequences of leases, reports,
@@ -239,7 +240,7 @@ func FuzzLeaseScriptMatchesModel(f *testing.F) {
 					case op == 1:
 						r, err = l.AllowN(t.Context(), key, limit, n%(limit.Burst+1))
 					default:
-						r, err = l.Lease(t.Context(), sluice.LeaseRequest{Key: key, Limit: limit, Holder: holder,
+						r, err = l.Lease(t.Context(), ext.LeaseRequest{Key: key, Limit: limit, Holder: holder,
 							Cost: n % (limit.Burst + 1), Extra: int64(op) * 7 % (limit.Burst + 3), Held: n % 5,
 							Hold: time.Duration(1+ops[i+6]%3) * 300 * time.Millisecond})
 					}
@@ -261,7 +262,7 @@ func FuzzLeaseScriptMatchesModel(f *testing.F) {
 // batchLeaser leases in batches, as the bucket algorithms do.
 type batchLeaser interface {
 	leaser
-	LeaseBatch(ctx context.Context, reqs []sluice.LeaseRequest) ([]sluice.LeaseResult, error)
+	LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error)
 }
 
 // FuzzLeaseBatchMatchesSingles: a batch of lease requests on distinct keys
@@ -281,9 +282,9 @@ func FuzzLeaseBatchMatchesSingles(f *testing.F) {
 			for i := 0; i+4 <= len(ops) && i < 4*40; i += 4 {
 				clock.Advance(time.Duration(ops[i]) * 3 * time.Millisecond)
 				n := 1 + int(ops[i+1])%6
-				var batch, singles []sluice.LeaseRequest
+				var batch, singles []ext.LeaseRequest
 				for j := range n {
-					r := sluice.LeaseRequest{Limit: limit, Holder: 1 + int64(ops[i+2]>>j&1),
+					r := ext.LeaseRequest{Limit: limit, Holder: 1 + int64(ops[i+2]>>j&1),
 						Cost: int64(ops[i+3]>>j) % 4, Extra: int64(ops[i+2]+byte(j)) % 12, Held: int64(j % 3), Hold: 200 * time.Millisecond}
 					r.Key = sluice.Key(base, "b", fmt.Sprint(j))
 					batch = append(batch, r)
@@ -298,7 +299,7 @@ func FuzzLeaseBatchMatchesSingles(f *testing.F) {
 					require.Equal(t, g, got[j].Grant, "%s op %d request %d", tier.Name, i/4, j)
 				}
 			}
-			bad := []sluice.LeaseRequest{{Key: sluice.Key(base, "x"), Limit: limit, Holder: 1, Hold: time.Second}, {Key: sluice.Key(base, "y"), Limit: limit, Holder: 0, Hold: time.Second}}
+			bad := []ext.LeaseRequest{{Key: sluice.Key(base, "x"), Limit: limit, Holder: 1, Hold: time.Second}, {Key: sluice.Key(base, "y"), Limit: limit, Holder: 0, Hold: time.Second}}
 			_, err := l.LeaseBatch(t.Context(), bad)
 			var reqErr *sluice.RequestError
 			require.ErrorAs(t, err, &reqErr)

@@ -1,13 +1,13 @@
-package scriptlimit
+package algorithm
 
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 )
 
 //go:embed batch.lua
@@ -56,8 +56,8 @@ const (
 )
 
 var (
-	errModelBatchKeys = errors.New("SLUICE_INVALID_KEY one key per request expected (1 to 256)")
-	errModelBatchArgs = errors.New("SLUICE_INVALID_LIMIT 4 arguments per request expected")
+	errModelBatchKeys = ext.NewServerError("SLUICE_INVALID_KEY one key per request expected (1 to 256)")
+	errModelBatchArgs = ext.NewServerError("SLUICE_INVALID_LIMIT 4 arguments per request expected")
 )
 
 // runBatch is batch.lua's Go twin.
@@ -93,7 +93,7 @@ func runBatch(tx sluice.LocalTx, keys []string, args []int64, decide DecideFunc)
 			r, err = decide(tx, a, false)
 		}
 		if err != nil {
-			reply = append(reply, -1, batchErrorCode(err.Error()), 0, 0)
+			reply = append(reply, -1, batchErrorCode(err), 0, 0)
 			continue
 		}
 		reply = append(reply, r...)
@@ -101,23 +101,24 @@ func runBatch(tx sluice.LocalTx, keys []string, args []int64, decide DecideFunc)
 	return reply, nil
 }
 
-// batchCodes pairs each batch error code with the error-reply prefix it
-// stands for (batch.lua's ERROR_CODES), so that both directions of the
-// mapping, and the sentinel errors, come from sluice.ScriptError's one table.
+// batchCodes pairs each batch error code with the server error code it
+// stands for (batch.lua's ERROR_CODES), for both directions of the mapping.
 var batchCodes = []struct {
 	code   int64
-	prefix string
+	server string
 }{
-	{batchInvalidLimit, "SLUICE_INVALID_LIMIT"}, {batchInvalidCost, "SLUICE_INVALID_COST"},
-	{batchCostExceedsBurst, "SLUICE_COST_EXCEEDS_BURST"}, {batchInvalidKey, "SLUICE_INVALID_KEY"},
-	{batchInvalidState, "SLUICE_INVALID_STATE"}, {batchInvalidState, "WRONGTYPE"},
+	{batchInvalidLimit, ext.CodeInvalidLimit}, {batchInvalidCost, ext.CodeInvalidCost},
+	{batchCostExceedsBurst, ext.CodeCostExceedsBurst}, {batchInvalidKey, ext.CodeInvalidKey},
+	{batchInvalidState, ext.CodeInvalidState}, {batchInvalidState, "WRONGTYPE"},
 	{batchOOM, "OOM"},
 }
 
-// batchErrorCode is batch.lua's error_code: the code for an error message.
-func batchErrorCode(msg string) int64 {
+// batchErrorCode is batch.lua's error_code: the batch code of a twin's
+// error, by its server code.
+func batchErrorCode(err error) int64 {
+	code := ext.ServerCode(err)
 	for _, c := range batchCodes {
-		if strings.Contains(msg, c.prefix) {
+		if c.server == code {
 			return c.code
 		}
 	}
@@ -128,12 +129,12 @@ func batchErrorCode(msg string) int64 {
 // have returned for the request.
 func (l *Limiter) batchError(code int64) error {
 	if code == batchOOM {
-		return fmt.Errorf("%s: OOM command not allowed when used memory > 'maxmemory' (the request's first write, in a batch)", l.spec.Name)
+		return fmt.Errorf("%s: %w", l.spec.Name, &ext.ServerError{Code: "OOM",
+			Message: "command not allowed when used memory > 'maxmemory' (the request's first write, in a batch)"})
 	}
 	for _, c := range batchCodes {
 		if c.code == code {
-			err := sluice.ScriptError(errors.New(c.prefix + " the script rejected the request"))
-			return fmt.Errorf("%s: %w", l.spec.Name, err)
+			return fmt.Errorf("%s: %w", l.spec.Name, &ext.ServerError{Code: c.server, Message: "the script rejected the request"})
 		}
 	}
 	return fmt.Errorf("%s: %w: batch error code %d", l.spec.Name, sluice.ErrUnexpectedReply, code)
@@ -169,7 +170,7 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 	}
 	reply, err := l.store.Run(ctx, l.spec.BatchScript, keys, args)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", l.spec.Name, sluice.ScriptError(err))
+		return nil, fmt.Errorf("%s: %w", l.spec.Name, err)
 	}
 	if len(reply) != 4*len(reqs) {
 		return nil, fmt.Errorf("%s: %w: %d values for %d requests", l.spec.Name, sluice.ErrUnexpectedReply, len(reply), len(reqs))

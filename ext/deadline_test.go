@@ -1,4 +1,4 @@
-package sluice_test
+package ext_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 )
 
 // timeoutErr is a network timeout, as go-redis reports an expired socket
@@ -37,7 +37,7 @@ func TestCallerDeadline(t *testing.T) {
 		{"not a timeout", expired, refused, false},
 		{"no error", expired, nil, false},
 	} {
-		got := sluice.CallerDeadline(c.ctx, c.err)
+		got := ext.CallerDeadline(c.ctx, c.err)
 		if (got != nil) != c.want || got != nil && !errors.Is(got, context.DeadlineExceeded) {
 			t.Errorf("%s: CallerDeadline = %v", c.name, got)
 		}

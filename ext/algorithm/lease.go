@@ -1,15 +1,15 @@
-package scriptlimit
+package algorithm
 
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 )
 
 var (
@@ -61,15 +61,15 @@ type leaseEntry struct{ reserved, expiresUs int64 }
 type ledger map[string]leaseEntry
 
 var (
-	errModelLeaseKeys  = errors.New("SLUICE_INVALID_KEY a state key and a ledger key expected")
-	errModelLeaseArgs  = errors.New("SLUICE_INVALID_LIMIT 9 or 10 arguments expected")
-	errModelLeaseOp    = errors.New("SLUICE_INVALID_COST op, cost, extra, held and hold_us must be integers in range")
-	errModelHolder     = errors.New("SLUICE_INVALID_COST holder must be a positive integer")
-	errModelInterval   = errors.New("SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds")
-	errModelFill       = errors.New("SLUICE_INVALID_LIMIT burst x period / rate is too long")
-	errModelLeaseBurst = errors.New("SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed")
-	errModelBucket     = errors.New("SLUICE_INVALID_STATE key does not hold a bucket")
-	errModelLedger     = errors.New("SLUICE_INVALID_STATE ledger does not hold leases")
+	errModelLeaseKeys  = ext.NewServerError("SLUICE_INVALID_KEY a state key and a ledger key expected")
+	errModelLeaseArgs  = ext.NewServerError("SLUICE_INVALID_LIMIT 9 or 10 arguments expected")
+	errModelLeaseOp    = ext.NewServerError("SLUICE_INVALID_COST op, cost, extra, held and hold_us must be integers in range")
+	errModelHolder     = ext.NewServerError("SLUICE_INVALID_COST holder must be a positive integer")
+	errModelInterval   = ext.NewServerError("SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds")
+	errModelFill       = ext.NewServerError("SLUICE_INVALID_LIMIT burst x period / rate is too long")
+	errModelLeaseBurst = ext.NewServerError("SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed")
+	errModelBucket     = ext.NewServerError("SLUICE_INVALID_STATE key does not hold a bucket")
+	errModelLedger     = ext.NewServerError("SLUICE_INVALID_STATE ledger does not hold leases")
 )
 
 const (
@@ -94,7 +94,7 @@ func leaseModel(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error)
 	return leaseOp(tx, keys[0], keys[1], args[:9], now)
 }
 
-var errModelLeaseBatch = errors.New("SLUICE_INVALID_KEY a state key and a ledger key per operation expected (1 to 256)")
+var errModelLeaseBatch = ext.NewServerError("SLUICE_INVALID_KEY a state key and a ledger key per operation expected (1 to 256)")
 
 // leaseBatchModel is lease_batch.lua's Go twin.
 func leaseBatchModel(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
@@ -103,7 +103,7 @@ func leaseBatchModel(tx sluice.LocalTx, keys []string, args []int64) ([]int64, e
 		return nil, errModelLeaseBatch
 	}
 	if len(args) != 9*m && len(args) != 9*m+1 {
-		return nil, errors.New("SLUICE_INVALID_LIMIT 9 arguments per operation expected")
+		return nil, ext.NewServerError("SLUICE_INVALID_LIMIT 9 arguments per operation expected")
 	}
 	now := tx.NowMicros()
 	if len(args) == 9*m+1 {
@@ -115,7 +115,7 @@ func leaseBatchModel(tx sluice.LocalTx, keys []string, args []int64) ([]int64, e
 	for i := range m {
 		reply, err := leaseOp(tx, keys[2*i], keys[2*i+1], args[9*i:9*i+9], now)
 		if err != nil {
-			out = append(out, -1, int64(batchErrorCode(err.Error())), 0, 0, 0, 0, 0)
+			out = append(out, -1, int64(batchErrorCode(err)), 0, 0, 0, 0, 0)
 			continue
 		}
 		out = append(out, reply...)
@@ -281,17 +281,41 @@ func leaseOp(tx sluice.LocalTx, key, ledgerKey string, args []int64, now int64) 
 	return []int64{allowed, remaining, retryAfter, deficit, granted, expires, reserve}, nil
 }
 
-// Lease serves [sluice.Leaser] for a bucket algorithm (Spec.Leases).
-func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Grant, error) {
+// LeasingLimiter is a [Limiter] that also serves leases ([ext.Leaser],
+// [ext.LeaseBatcher]): the limiter of an algorithm whose Spec.Leases is
+// true. It is safe for concurrent use.
+type LeasingLimiter struct{ *Limiter }
+
+var (
+	_ ext.Leaser       = (*LeasingLimiter)(nil)
+	_ ext.LeaseBatcher = (*LeasingLimiter)(nil)
+)
+
+// NewLeasing returns a LeasingLimiter for spec on store, or an error if
+// spec's state cannot hold reservations (Spec.Leases is false). It does
+// no I/O.
+func NewLeasing(spec *Spec, store sluice.Store, opts ...Option) (*LeasingLimiter, error) {
+	if spec != nil && !spec.Leases {
+		return nil, fmt.Errorf("%s: %w: its state holds no reservations (Spec.Leases is false)", spec.Name, sluice.ErrUnsupported)
+	}
+	l, err := New(spec, store, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &LeasingLimiter{l}, nil
+}
+
+// Lease serves [ext.Leaser].
+func (l *LeasingLimiter) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, error) {
 	if ctx == nil {
-		return sluice.Grant{}, sluice.ErrNilContext
+		return ext.Grant{}, sluice.ErrNilContext
 	}
 	if err := l.checkLease(req); err != nil {
-		return sluice.Grant{}, err
+		return ext.Grant{}, err
 	}
 	reply, err := l.runLease(ctx, req.Key, req.Limit, req.Cost, leaseTake, req.Extra, req.Held, req.Hold.Microseconds(), req.Holder)
 	if err != nil {
-		return sluice.Grant{}, err
+		return ext.Grant{}, err
 	}
 	return l.parseGrant(reply, req)
 }
@@ -301,7 +325,7 @@ func (l *Limiter) Lease(ctx context.Context, req sluice.LeaseRequest) (sluice.Gr
 // its refills so. A bad request fails the whole call before anything is
 // sent ([sluice.RequestError]). On Redis Cluster all the keys must share a
 // slot; the caller groups them.
-func (l *Limiter) LeaseBatch(ctx context.Context, reqs []sluice.LeaseRequest) ([]sluice.LeaseResult, error) {
+func (l *LeasingLimiter) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
 	}
@@ -329,12 +353,12 @@ func (l *Limiter) LeaseBatch(ctx context.Context, reqs []sluice.LeaseRequest) ([
 	}
 	reply, err := l.store.Run(ctx, LeaseBatchScript, keys, args)
 	if err != nil {
-		return nil, fmt.Errorf("%s: lease: %w", l.spec.Name, sluice.ScriptError(err))
+		return nil, fmt.Errorf("%s: lease: %w", l.spec.Name, err)
 	}
 	if len(reply) != 7*len(reqs) {
 		return nil, fmt.Errorf("%s: %w: %d values for %d requests", l.spec.Name, sluice.ErrUnexpectedReply, len(reply), len(reqs))
 	}
-	results := make([]sluice.LeaseResult, len(reqs))
+	results := make([]ext.LeaseResult, len(reqs))
 	for i, r := range reqs {
 		one := reply[7*i : 7*i+7]
 		if one[0] == -1 {
@@ -347,7 +371,7 @@ func (l *Limiter) LeaseBatch(ctx context.Context, reqs []sluice.LeaseRequest) ([
 }
 
 // checkLease validates a lease request as Lease does.
-func (l *Limiter) checkLease(req sluice.LeaseRequest) error {
+func (l *Limiter) checkLease(req ext.LeaseRequest) error {
 	if !l.spec.Leases {
 		return fmt.Errorf("%s: %w: the algorithm cannot lease", l.spec.Name, sluice.ErrUnsupported)
 	}
@@ -364,21 +388,21 @@ func (l *Limiter) checkLease(req sluice.LeaseRequest) error {
 }
 
 // parseGrant turns a lease reply into a Grant, checking its shape.
-func (l *Limiter) parseGrant(reply []int64, req sluice.LeaseRequest) (sluice.Grant, error) {
+func (l *Limiter) parseGrant(reply []int64, req ext.LeaseRequest) (ext.Grant, error) {
 	d, err := l.parseReply(reply[:4], req.Limit)
 	if err != nil {
-		return sluice.Grant{}, err
+		return ext.Grant{}, err
 	}
 	granted, expires, reserved := reply[4], reply[5], reply[6]
 	if granted < 0 || granted > req.Extra || expires < 0 || expires > req.Hold.Microseconds() || !d.Allowed && granted != 0 ||
 		reserved < granted || (req.Cost > 0 || req.Extra > 0) && reserved > req.Held+granted || (reserved > 0) != (expires > 0) {
-		return sluice.Grant{}, fmt.Errorf("%s: %w: %v", l.spec.Name, sluice.ErrUnexpectedReply, reply)
+		return ext.Grant{}, fmt.Errorf("%s: %w: %v", l.spec.Name, sluice.ErrUnexpectedReply, reply)
 	}
-	return sluice.Grant{Decision: d, Extra: granted, Reserved: reserved, Expires: time.Duration(expires) * time.Microsecond}, nil
+	return ext.Grant{Decision: d, Extra: granted, Reserved: reserved, Expires: time.Duration(expires) * time.Microsecond}, nil
 }
 
-// Release serves [sluice.Leaser] for a bucket algorithm (Spec.Leases).
-func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
+// Release serves [ext.Leaser].
+func (l *LeasingLimiter) Release(ctx context.Context, key string, limit sluice.Limit, holder, unspent int64) (sluice.Decision, error) {
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
@@ -416,7 +440,7 @@ func (l *Limiter) runLease(ctx context.Context, key string, limit sluice.Limit, 
 	stateKey := key + l.spec.KeySuffix
 	reply, err := l.store.Run(ctx, LeaseScript, []string{stateKey, LedgerKey(stateKey)}, args)
 	if err != nil {
-		return nil, fmt.Errorf("%s: lease: %w", l.spec.Name, sluice.ScriptError(err))
+		return nil, fmt.Errorf("%s: lease: %w", l.spec.Name, err)
 	}
 	if len(reply) != 7 {
 		return nil, fmt.Errorf("%s: %w: %d values, want 7", l.spec.Name, sluice.ErrUnexpectedReply, len(reply))

@@ -1,0 +1,92 @@
+package lease
+
+import (
+	"math"
+	"time"
+)
+
+// minSweep is the least time between two sweeps: the janitor wakes no
+// more often, however many leases end at different times, so a release
+// can come up to minSweep after its lease's deadline. That is safe: the
+// lease is not spent after its deadline, and the store's reservation
+// ends on its own a margin later.
+const minSweep = 100 * time.Millisecond
+
+// due is when the janitor must next look at le, on the Limiter's clock:
+// its deadline while it reserves tokens, else when it is forgotten (hold
+// after its last reset). The caller holds le.mu.
+func (le *lease) due(hold time.Duration) int64 {
+	if le.reserved > 0 {
+		return le.deadline
+	}
+	return le.resetAt + int64(hold)
+}
+
+// schedule makes the janitor wake by at (the Limiter's clock), if it is
+// not armed for earlier.
+func (l *Limiter) schedule(at int64) {
+	for {
+		armed := l.armed.Load()
+		if at >= armed {
+			return
+		}
+		if l.armed.CompareAndSwap(armed, at) {
+			select {
+			case l.wake <- struct{}{}:
+			default: // a wake is pending already
+			}
+			return
+		}
+	}
+}
+
+// janitor releases the leases whose deadline passed and forgets the idle
+// ones. It arms one timer for the earliest time a lease needs it, at most
+// once per minSweep, and none while nothing is leased: an idle Limiter
+// does no work.
+func (l *Limiter) janitor() {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	last := l.now() - int64(minSweep)
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-l.wake:
+		case <-timer.C:
+			l.armed.Store(math.MaxInt64) // sweep schedules what it leaves
+			last = l.now()
+			l.sweeps.Add(1)
+			l.sweep(last, false)
+		}
+		armed := l.armed.Load()
+		if armed == math.MaxInt64 {
+			timer.Stop()
+			continue
+		}
+		wait := max(armed, last+int64(minSweep)) - l.now()
+		timer.Reset(time.Duration(max(wait, 0)))
+	}
+}
+
+// sweep releases the leases whose deadline passed (every lease when all
+// is set) and forgets those idle for a hold; it schedules the rest.
+func (l *Limiter) sweep(now int64, all bool) {
+	l.leases.Range(func(k, v any) bool {
+		le := v.(*lease)
+		le.mu.Lock()
+		defer le.mu.Unlock()
+		if le.busy != nil || !all && now < le.due(l.hold) {
+			l.schedule(le.due(l.hold))
+			return true
+		}
+		if l.leases.CompareAndDelete(k, le) {
+			le.replaced = true
+		}
+		if le.reserved > 0 {
+			l.releaseLocked(le)
+		}
+		return true
+	})
+}

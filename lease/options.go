@@ -1,0 +1,86 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
+)
+
+// Option configures a [Limiter].
+type Option func(*config) error
+
+type config struct {
+	batch, maxBatch int64
+	hold            time.Duration
+	byTag           bool
+	clock           sluice.Clock
+}
+
+// WithBatch sets B, how many tokens a lease asks for at a time (default
+// [DefaultBatch]). A busy key's leases grow up to [WithMaxBatch].
+func WithBatch(b int64) Option {
+	return func(c *config) error {
+		if b < 1 {
+			return fmt.Errorf("lease: WithBatch(%d): must be at least 1", b)
+		}
+		c.batch = b
+		return nil
+	}
+}
+
+// WithMaxBatch sets how large a busy key's lease may grow (default 8 × B,
+// at least B): a process holds fewer than 2 × that many tokens of a key.
+// Give B to keep every lease at B, and the tokens held below 2 × B, at the
+// cost of decisions waiting for Redis when a process spends more than B
+// tokens of one key per round trip.
+func WithMaxBatch(m int64) Option {
+	return func(c *config) error {
+		if m < 1 {
+			return fmt.Errorf("lease: WithMaxBatch(%d): must be at least 1", m)
+		}
+		c.maxBatch = m
+		return nil
+	}
+}
+
+// ByHashTag makes only keys with the same hash tag share a batch of lease
+// requests, from the start. Give it when next runs on a go-redis Ring,
+// which runs a batch on the shard of its first key and reports nothing; a
+// Redis Cluster is detected without it (its first cross-slot batch is
+// refused before it runs).
+func ByHashTag() Option {
+	return func(c *config) error {
+		c.byTag = true
+		return nil
+	}
+}
+
+// WithHold sets how long a lease's tokens may be spent before they are
+// released (default [DefaultHold]): whole milliseconds, 10 ms to 1 hour.
+// Shorter holds give idle tokens back sooner and cost more releases.
+func WithHold(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 10*time.Millisecond || d > ext.MaxLeaseHold || d%time.Millisecond != 0 {
+			return fmt.Errorf("lease: WithHold(%s): must be whole milliseconds from 10ms to %s", d, ext.MaxLeaseHold)
+		}
+		c.hold = d
+		return nil
+	}
+}
+
+// WithClock sets the clock the Limiter measures its leases' deadlines and
+// ages by (default the system clock). Its background work waits on the
+// runtime's timers, so a test of it moves time with testing/synctest; a
+// fake clock alone moves only the decisions' view of time.
+func WithClock(clock sluice.Clock) Option {
+	return func(c *config) error {
+		if clock == nil {
+			return errors.New("lease: WithClock(nil): omit the option for the system clock")
+		}
+		c.clock = clock
+		return nil
+	}
+}
