@@ -17,11 +17,13 @@ import (
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
 
-func TestMain(m *testing.M) { sluicetest.Main(m) }
+func TestMain(m *testing.M) { builtins.Main(m) }
 
 // BenchmarkLease: decisions per second and Redis calls per decision at 64
 // goroutines, for the token bucket on a real redis-server (rueidis) without
@@ -43,7 +45,7 @@ func TestMain(m *testing.M) { sluicetest.Main(m) }
 //
 //	cd bench && go test -run '^$' -bench BenchmarkLease -benchtime 2s -count 3 .
 func BenchmarkLease(b *testing.B) {
-	server := sluicetest.StartRedis(b)
+	server := redistest.StartRedis(b)
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
 	require.NoError(b, err)
 	b.Cleanup(client.Close)

@@ -14,7 +14,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/coalesce"
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
@@ -27,7 +27,7 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkCoalesce -benchtime 2s -count 3 ./coalesce/
 func BenchmarkCoalesce(b *testing.B) {
-	server := sluicetest.StartRedis(b)
+	server := redistest.StartRedis(b)
 	gr := redis.NewClient(&redis.Options{Addr: server.Addr(), PoolSize: 128, MaxRetries: -1})
 	b.Cleanup(func() { _ = gr.Close() })
 	ru, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
@@ -104,7 +104,7 @@ func BenchmarkCoalesce(b *testing.B) {
 
 // serverMicros returns the microseconds the server spent in EVALSHA since
 // the last CONFIG RESETSTAT.
-func serverMicros(tb testing.TB, s *sluicetest.RedisServer) float64 {
+func serverMicros(tb testing.TB, s *redistest.RedisServer) float64 {
 	line, err := s.Info("commandstats", "cmdstat_evalsha")
 	if err != nil {
 		tb.Fatal(err)

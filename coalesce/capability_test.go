@@ -117,10 +117,14 @@ func (b *batchLeaser) LeaseBatch(_ context.Context, reqs []ext.LeaseRequest) ([]
 	return slices.Clone(b.results), nil
 }
 
+// TestLeaseBatchReachesTheLeaserUnchanged: a batch of lease requests,
+// takes and releases alike, reaches the leaser in one call, unchanged, and
+// its results come back unchanged.
 func TestLeaseBatchReachesTheLeaserUnchanged(t *testing.T) {
 	next := &batchLeaser{results: []ext.LeaseResult{
 		{Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 3}, Extra: 5, Expires: 100 * time.Millisecond}},
 		{Err: sluice.ErrInvalidCost},
+		{Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 9}}},
 	}}
 	l, err := coalesce.New(next)
 	require.NoError(t, err)
@@ -130,7 +134,8 @@ func TestLeaseBatchReachesTheLeaserUnchanged(t *testing.T) {
 	lb, ok := sluice.As[ext.LeaseBatcher](l)
 	require.True(t, ok)
 
-	reqs := []ext.LeaseRequest{leaseReq, {Key: "k2", Limit: capLimit, Holder: 43, Cost: 1, Hold: time.Second}}
+	reqs := []ext.LeaseRequest{leaseReq, {Key: "k2", Limit: capLimit, Holder: 43, Cost: 1, Hold: time.Second},
+		{Key: "k3", Limit: capLimit, Holder: 42, Release: true, Unspent: 4}}
 	results, err := lb.LeaseBatch(t.Context(), reqs)
 	require.NoError(t, err)
 	require.Equal(t, next.results, results, "the results come back unchanged")

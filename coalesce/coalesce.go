@@ -291,8 +291,8 @@ func (l forwarded) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, 
 	return inner.Lease(ctx, req)
 }
 
-// LeaseBatch passes many lease requests straight to the wrapped limiter,
-// in one call.
+// LeaseBatch passes many lease requests, takes and releases alike,
+// straight to the wrapped limiter, in one call.
 func (l forwarded) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext

@@ -18,10 +18,12 @@ import (
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
-func TestMain(m *testing.M) { sluicetest.Main(m) }
+func TestMain(m *testing.M) { builtins.Main(m) }
 
 // slow delays every call to the wrapped limiter, so that calls pile up
 // behind the ones in flight and batches form on every tier.
@@ -62,7 +64,7 @@ func TestConcurrentCallsDecideAsOneByOne(t *testing.T) {
 		{"gcra", func(s sluice.Store) (batchNext, error) { return gcra.New(s) }, true},
 		{"slidinglog", func(s sluice.Store) (batchNext, error) { return slidinglog.New(s) }, true},
 	}
-	for _, tc := range sluicetest.AllTiers() {
+	for _, tc := range redistest.AllTiers() {
 		tier := tc.Make(t)
 		for _, alg := range algorithms {
 			t.Run(tier.Name+"/"+alg.name, func(t *testing.T) {

@@ -188,3 +188,45 @@ func TestLeaseBatchReachesTheLeaserAndForgetsAsLeaseDoes(t *testing.T) {
 
 	require.Equal(t, []string{"leasebatch"}, sluicetest.Capabilities(t, l))
 }
+
+// TestALeaseBatchReleaseForgetsAsReleaseDoes: a release in a batch of
+// leases forgets its key's denials under every limit before it goes, as
+// Release does, whatever its result; the batch's other requests forget as
+// Lease does.
+func TestALeaseBatchReleaseForgetsAsReleaseDoes(t *testing.T) {
+	next := &batchLeaser{results: []ext.LeaseResult{
+		{Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: limit, Remaining: 8}}},
+		{Err: sluice.ErrUnexpectedReply},
+		{Grant: ext.Grant{Decision: sluice.Decision{Limit: limit, RetryAfter: time.Second}}},
+	}}
+	l, err := denycache.New(next)
+	require.NoError(t, err)
+	lb, ok := sluice.As[ext.LeaseBatcher](l)
+	require.True(t, ok)
+
+	other := sluice.PerMinute(10)
+	for _, k := range []string{"released", "failed", "denied"} {
+		for _, lim := range []sluice.Limit{limit, other} {
+			d, err := l.AllowN(t.Context(), k, lim, 2)
+			require.NoError(t, err)
+			require.False(t, d.Allowed)
+		}
+	}
+	require.Equal(t, 6, l.Len())
+
+	reqs := []ext.LeaseRequest{
+		{Key: "released", Limit: limit, Holder: 1, Release: true, Unspent: 3},
+		{Key: "failed", Limit: limit, Holder: 1, Release: true},
+		{Key: "denied", Limit: limit, Holder: 1, Cost: 2, Hold: time.Second},
+	}
+	results, err := lb.LeaseBatch(t.Context(), reqs)
+	require.NoError(t, err)
+	require.Equal(t, next.results, results, "the results come back unchanged")
+	require.Equal(t, [][]ext.LeaseRequest{reqs}, next.batches)
+	require.Equal(t, 2, l.Len(), "both releases forgot their keys' denials, under both limits; the denied take forgot nothing")
+	for _, lim := range []sluice.Limit{limit, other} {
+		d, err := l.AllowN(t.Context(), "denied", lim, 2)
+		require.NoError(t, err)
+		require.False(t, d.Allowed, "still remembered")
+	}
+}

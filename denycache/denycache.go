@@ -18,7 +18,8 @@
 // A local denial can be wrong only if the key gained room in the store
 // meanwhile other than by the passing of time: a Refund, Reset or Release
 // made through another process (or another limiter value). This
-// decorator's own Refund, Reset and Release forget the entry. The error is bounded: a local denial
+// decorator's own Refund, Reset and Release (alone or in a LeaseBatch)
+// forget the entry. The error is bounded: a local denial
 // is never older than min(RetryAfter, MaxStale) (default 1 s). Time alone
 // never makes an entry wrong: the store could not have allowed the request
 // before RetryAfter anyway.
@@ -357,7 +358,9 @@ func (l forwarded) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, 
 
 // LeaseBatch passes many lease requests to the wrapped limiter in one
 // call, as Lease passes one: none is answered by a remembered denial, and
-// each that takes tokens forgets its key's denials under its limit.
+// each that takes tokens forgets its key's denials under its limit. A
+// release ([ext.LeaseRequest.Release]) forgets its key's denials first,
+// as Release does.
 func (l forwarded) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
@@ -366,12 +369,17 @@ func (l forwarded) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]e
 	if err != nil {
 		return nil, err
 	}
+	for _, r := range reqs {
+		if r.Release {
+			l.forget(r.Key)
+		}
+	}
 	out, err := inner.LeaseBatch(ctx, reqs)
 	if err != nil {
 		return nil, err
 	}
 	for i, r := range out {
-		if i < len(reqs) && r.Err == nil && r.Allowed && reqs[i].Cost+r.Extra > 0 {
+		if i < len(reqs) && !reqs[i].Release && r.Err == nil && r.Allowed && reqs[i].Cost+r.Extra > 0 {
 			l.drop(entryKey{reqs[i].Key, reqs[i].Limit})
 		}
 	}

@@ -28,7 +28,9 @@ type Leaser interface {
 	// req.Extra more tokens to hold. The holder's reservation becomes
 	// req.Held (what it still holds of its earlier grants, never more
 	// than its reservation) plus the extra granted, until req.Hold from
-	// the store's clock; a denial only lowers it to req.Held.
+	// the store's clock; a denial only lowers it to req.Held. A release
+	// (req.Release) is for Release or a [LeaseBatcher]: Lease refuses it
+	// ([sluice.ErrInvalidCost]).
 	Lease(ctx context.Context, req LeaseRequest) (Grant, error)
 	// Release ends holder's reservation on key, giving back unspent of
 	// its tokens (at most what it reserves; nothing once it has expired).
@@ -36,7 +38,8 @@ type Leaser interface {
 	Release(ctx context.Context, key string, limit sluice.Limit, holder int64, unspent int64) (sluice.Decision, error)
 }
 
-// LeaseRequest is one call to [Leaser.Lease].
+// LeaseRequest is one call to [Leaser.Lease], or with Release set, to
+// [Leaser.Release] (in a [LeaseBatcher]'s batch).
 type LeaseRequest struct {
 	Key   string
 	Limit sluice.Limit
@@ -57,6 +60,15 @@ type LeaseRequest struct {
 	// holder must stop spending its tokens before then. [MinLeaseHold] to
 	// [MaxLeaseHold], in whole milliseconds.
 	Hold time.Duration
+	// Release makes the request a release, as [Leaser.Release]: it ends
+	// Holder's reservation on Key under Limit, giving back Unspent of its
+	// tokens. Cost, Extra, Held and Hold are then unused, and the answer's
+	// Grant is Release's Decision alone (Extra, Reserved and Expires 0).
+	Release bool
+	// Unspent is the tokens a release gives back, 0 to [sluice.MaxBurst]
+	// (the store gives back at most what Holder reserves). Unused unless
+	// Release.
+	Unspent int64
 }
 
 // The bounds of a [LeaseRequest]'s Hold.
@@ -81,22 +93,38 @@ type Grant struct {
 	Expires time.Duration
 }
 
-// CheckLease validates a lease request for l: its key, limit and Cost as
-// [CheckRequest] does, then its own fields. Decorators call it before
-// anything that does not reach the store.
+// CheckLease validates a lease request for l: a take's key, limit and
+// Cost as [CheckRequest] does, a release's key and limit alone, then the
+// request's own fields ([LeaseRequest.CheckLeaseFields]). Decorators call
+// it before anything that does not reach the store.
 func CheckLease(l sluice.Limiter, req LeaseRequest) error {
-	if err := CheckRequest(l, req.Key, req.Limit, req.Cost); err != nil {
+	if req.Release {
+		if err := ValidateKey(req.Key); err != nil {
+			return err
+		}
+		if _, err := Capacity(l, req.Key, req.Limit); err != nil {
+			return err
+		}
+	} else if err := CheckRequest(l, req.Key, req.Limit, req.Cost); err != nil {
 		return err
 	}
 	return req.CheckLeaseFields()
 }
 
-// CheckLeaseFields validates what a lease adds to a request: Holder,
-// Extra, Held and Hold.
+// CheckLeaseFields validates what a lease adds to a request: a take's
+// Holder, Extra, Held and Hold; a release's Holder and Unspent, as
+// [Leaser.Release] validates them.
 func (req LeaseRequest) CheckLeaseFields() error {
-	switch {
-	case req.Holder < 1:
+	if req.Holder < 1 {
 		return fmt.Errorf("%w: a lease holder must be positive, got %d", sluice.ErrInvalidCost, req.Holder)
+	}
+	if req.Release {
+		if req.Unspent < 0 || req.Unspent > sluice.MaxBurst {
+			return fmt.Errorf("%w: a release's unspent tokens must be 0 to %d, got %d", sluice.ErrInvalidCost, sluice.MaxBurst, req.Unspent)
+		}
+		return nil
+	}
+	switch {
 	case req.Extra < 0 || req.Extra > sluice.MaxBurst:
 		return fmt.Errorf("%w: a lease's extra tokens must be 0 to %d, got %d", sluice.ErrInvalidCost, sluice.MaxBurst, req.Extra)
 	case req.Held < 0 || req.Held > sluice.MaxBurst:
@@ -109,15 +137,17 @@ func (req LeaseRequest) CheckLeaseFields() error {
 }
 
 // LeaseResult is one request's answer in a batch of lease requests: its
-// Grant, or why it got none.
+// Grant, or why it got none. A release's Grant is the Decision
+// [Leaser.Release] would return, with Extra, Reserved and Expires 0.
 type LeaseResult struct {
 	Grant
 	Err error
 }
 
-// LeaseBatcher runs many lease requests, each on a key of its own, in one
-// call: the lease decorator sends its refills so when the limiter it wraps
-// serves it.
+// LeaseBatcher runs many lease requests, takes and releases
+// ([LeaseRequest.Release]) alike, each on a key of its own, in one call:
+// the lease decorator sends its refills and its janitor's releases so when
+// the limiter it wraps serves it.
 type LeaseBatcher interface {
 	LeaseBatch(ctx context.Context, reqs []LeaseRequest) ([]LeaseResult, error)
 }

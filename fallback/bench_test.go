@@ -9,7 +9,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/fallback"
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
@@ -24,7 +24,7 @@ func BenchmarkOverhead(b *testing.B) {
 	stores := map[string]func(b *testing.B) sluice.Store{
 		"memstore": func(*testing.B) sluice.Store { return memstore.New() },
 		"redis-rueidis": func(b *testing.B) sluice.Store {
-			server := sluicetest.StartRedis(b)
+			server := redistest.StartRedis(b)
 			c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
 			require.NoError(b, err)
 			b.Cleanup(c.Close)

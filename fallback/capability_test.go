@@ -1,7 +1,10 @@
 package fallback_test
 
 import (
+	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,4 +215,142 @@ func TestBadLeaseRequestsAreErrorsWithTheBreakerOpen(t *testing.T) {
 		_, err := le.Lease(t.Context(), with(func(r *ext.LeaseRequest) { r.Hold = hold }))
 		require.NoError(t, err, "the bounds are valid holds")
 	}
+}
+
+// batchLeaser serves batches of leases (besides AllowN): it records each
+// batch, answers a take with all its Extra and a release with Remaining
+// 7, fails every batch with fail, and with slow waits for the call's
+// context to end.
+type batchLeaser struct {
+	sluicetest.AllowOnly
+	mu      sync.Mutex
+	fail    error
+	slow    bool
+	batches [][]ext.LeaseRequest
+}
+
+func (b *batchLeaser) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
+	b.mu.Lock()
+	b.batches = append(b.batches, slices.Clone(reqs))
+	fail, slow := b.fail, b.slow
+	b.mu.Unlock()
+	if slow {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	out := make([]ext.LeaseResult, len(reqs))
+	for i, r := range reqs {
+		if r.Release {
+			out[i].Decision = sluice.Decision{Allowed: true, Limit: r.Limit, Remaining: 7}
+		} else {
+			out[i].Grant = ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: r.Limit, Remaining: 3}, Extra: r.Extra, Expires: r.Hold}
+		}
+	}
+	return out, nil
+}
+
+func (b *batchLeaser) set(fail error, slow bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.fail, b.slow = fail, slow
+}
+
+func (b *batchLeaser) sent() [][]ext.LeaseRequest {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.batches)
+}
+
+// TestALeaseBatchReleaseIsNeverThePolicys: in a batch of leases, the
+// policy decides the takes the store cannot, never a release: a release
+// whose batch failed at the store has the failure as its error; one whose
+// batch the open breaker kept from the store still goes to it, alone with
+// the batch's other releases, as Release does; a batch of releases alone
+// goes within the time budget only, never through the breaker, and its
+// failure is the call's error.
+func TestALeaseBatchReleaseIsNeverThePolicys(t *testing.T) {
+	next := &batchLeaser{}
+	l, err := fallback.New(next, fallback.WithBreaker(2, time.Minute, 1), fallback.WithTimeout(20*time.Millisecond))
+	require.NoError(t, err)
+	lb, ok := sluice.As[ext.LeaseBatcher](l)
+	require.True(t, ok)
+	release := ext.LeaseRequest{Key: "r", Limit: limit, Holder: 42, Release: true, Unspent: 3}
+	mixed := []ext.LeaseRequest{leaseReq, release}
+	freed := ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: limit, Remaining: 7}}
+	policy := ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: limit, Source: sluice.SourceFallbackOpen}}
+
+	// Healthy: one call, the store's answers.
+	results, err := lb.LeaseBatch(t.Context(), mixed)
+	require.NoError(t, err)
+	require.Equal(t, freed, results[1].Grant)
+	require.EqualValues(t, leaseReq.Extra, results[0].Extra)
+	require.Len(t, next.sent(), 1)
+
+	// The store fails: the policy decides the take; the release fails.
+	refused := errors.New("dial tcp: connection refused")
+	next.set(refused, false)
+	for range 2 {
+		results, err = lb.LeaseBatch(t.Context(), mixed)
+		require.NoError(t, err)
+		require.Equal(t, policy, results[0].Grant)
+		require.NoError(t, results[0].Err)
+		require.ErrorIs(t, results[1].Err, refused, "a release's failure is its error")
+		require.Zero(t, results[1].Grant, "and it has no decision")
+	}
+	require.Len(t, next.sent(), 3)
+	require.Equal(t, fallback.BreakerOpen, l.State(), "two failed batches opened the breaker")
+
+	// The breaker is open: the take is the policy's, and the release goes
+	// to the store alone.
+	results, err = lb.LeaseBatch(t.Context(), mixed)
+	require.NoError(t, err)
+	require.Equal(t, policy, results[0].Grant)
+	require.ErrorIs(t, results[1].Err, refused)
+	require.Equal(t, []ext.LeaseRequest{release}, next.sent()[3], "the release alone")
+	next.set(nil, false)
+	results, err = lb.LeaseBatch(t.Context(), mixed)
+	require.NoError(t, err)
+	require.Equal(t, policy, results[0].Grant)
+	require.Equal(t, ext.LeaseResult{Grant: freed}, results[1], "the store's answer")
+	require.Equal(t, []ext.LeaseRequest{release}, next.sent()[4])
+	require.Equal(t, fallback.BreakerOpen, l.State(), "a release does not move the breaker")
+
+	// Releases alone go to the store with the breaker open, and their
+	// failure, or the time budget's end, is the call's error.
+	releases := []ext.LeaseRequest{release, {Key: "r2", Limit: limit, Holder: 42, Release: true}}
+	results, err = lb.LeaseBatch(t.Context(), releases)
+	require.NoError(t, err)
+	require.Equal(t, []ext.LeaseResult{{Grant: freed}, {Grant: freed}}, results)
+	next.set(refused, false)
+	_, err = lb.LeaseBatch(t.Context(), releases)
+	require.ErrorIs(t, err, refused)
+	next.set(nil, true)
+	_, err = lb.LeaseBatch(t.Context(), releases)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "within the time budget")
+	require.Len(t, next.sent(), 8)
+	require.Equal(t, fallback.BreakerOpen, l.State())
+
+	// A bad release is an error before anything is sent, as Release's.
+	_, err = lb.LeaseBatch(t.Context(), []ext.LeaseRequest{leaseReq, {Key: "r", Limit: limit, Holder: 42, Release: true, Unspent: -1}})
+	var reqErr *sluice.RequestError
+	require.ErrorAs(t, err, &reqErr)
+	require.Equal(t, 1, reqErr.Index)
+	require.ErrorIs(t, err, sluice.ErrInvalidCost)
+	require.Len(t, next.sent(), 8)
+}
+
+// TestLeaseRefusesARelease: a release request goes to Release or
+// LeaseBatch; Lease refuses it, the policy deciding nothing.
+func TestLeaseRefusesARelease(t *testing.T) {
+	next := newLeaser()
+	l, err := fallback.New(next)
+	require.NoError(t, err)
+	le, ok := sluice.As[ext.Leaser](l)
+	require.True(t, ok)
+	_, err = le.Lease(t.Context(), ext.LeaseRequest{Key: "k", Limit: limit, Holder: 42, Release: true, Unspent: 1})
+	require.ErrorIs(t, err, sluice.ErrInvalidCost)
+	require.Empty(t, next.Leases())
 }

@@ -19,12 +19,14 @@ import (
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
 
-func TestMain(m *testing.M) { sluicetest.Main(m) }
+func TestMain(m *testing.M) { builtins.Main(m) }
 
 // The chaos tests run a real redis-server, started, killed, stalled and
 // restarted by the test, behind both clients, configured as docs/failure.md
@@ -129,7 +131,7 @@ func hammer(ctx context.Context, l sluice.Limiter, key string, goroutines int, l
 func TestKillAndRestart(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			server := sluicetest.StartRedis(t)
+			server := redistest.StartRedis(t)
 			l := chaosLimiter(t, b.newStore(t, server.Addr()), fallback.Closed())
 			ctx, stop := context.WithCancel(t.Context())
 			var healthy, outage, recovered callLog
@@ -178,7 +180,7 @@ func TestKillAndRestart(t *testing.T) {
 func TestStall(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			server := sluicetest.StartRedis(t)
+			server := redistest.StartRedis(t)
 			l := chaosLimiter(t, b.newStore(t, server.Addr()), fallback.Open())
 			key := sluice.Key(sluicetest.UniqueKey(t))
 			_, err := l.AllowN(t.Context(), key, sluice.PerSecond(10), 1) // warm the connection
@@ -228,7 +230,7 @@ func TestStall(t *testing.T) {
 func TestOpenBreakerSendsNothing(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			server := sluicetest.StartRedis(t)
+			server := redistest.StartRedis(t)
 			var changes atomic.Int32
 			l := chaosLimiter(t, b.newStore(t, server.Addr()), fallback.Closed(),
 				fallback.WithBreaker(5, 500*time.Millisecond, 2),
@@ -280,7 +282,7 @@ func TestOpenBreakerSendsNothing(t *testing.T) {
 func TestBusy(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			server := sluicetest.StartRedis(t, "--busy-reply-threshold", "50")
+			server := redistest.StartRedis(t, "--busy-reply-threshold", "50")
 			l := chaosLimiter(t, b.newStore(t, server.Addr()), fallback.Closed(), fallback.WithTimeout(time.Second))
 			key := sluice.Key(sluicetest.UniqueKey(t))
 			limit := sluice.PerSecond(1000)
@@ -318,7 +320,7 @@ func TestLocalPolicyBound(t *testing.T) {
 	limit := sluice.Limit{Rate: 400, Period: time.Second, Burst: 40}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			server := sluicetest.StartRedis(t)
+			server := redistest.StartRedis(t)
 			store := b.newStore(t, server.Addr())
 			key := sluice.Key(sluicetest.UniqueKey(t))
 			limiters := make([]*fallback.Limiter, pods)
@@ -401,7 +403,7 @@ func TestLocalPolicyBound(t *testing.T) {
 
 // scriptCommands is how many EVALSHA and EVAL commands the server has
 // seen, including rejected and failed ones.
-func scriptCommands(t *testing.T, server *sluicetest.RedisServer) int {
+func scriptCommands(t *testing.T, server *redistest.RedisServer) int {
 	total := 0
 	for _, cmd := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
 		stats, err := server.Info("commandstats", cmd)

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
 // TestCallersDeadlinesDoNotOpenTheBreaker: on a healthy Redis, callers
@@ -22,7 +23,7 @@ import (
 // with no deadline is decided by the store (issue 15, item 1: the clients
 // return "i/o timeout" before the context says it is done).
 func TestCallersDeadlinesDoNotOpenTheBreaker(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
+	server := redistest.SharedRedis(t)
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			tb, err := tokenbucket.New(b.newStore(t, server.Addr()))

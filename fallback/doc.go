@@ -27,7 +27,9 @@
 // of the limit ([LocalShare]). [sluice.Decision.Source] says which decided.
 // A policy decides a Lease's Cost and leases nothing. Refund, Reset and
 // Release go to the wrapped limiter within the budget only, never through
-// the breaker or the policy, and return their errors.
+// the breaker or the policy, and return their errors; a LeaseBatch's
+// releases are never the policy's either: they reach the store even with
+// the breaker open, and fail with its error.
 //
 // [docs/failure.md]: https://github.com/sluicehq/sluice/blob/main/docs/failure.md
 package fallback

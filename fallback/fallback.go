@@ -34,11 +34,12 @@ const (
 var ErrTimeout = errors.New("fallback: store call exceeded its time budget")
 
 // Limiter decorates a [sluice.Limiter] with a timeout budget, a circuit
-// breaker and a fallback policy: AllowN, AllowBatch, Lease and LeaseBatch go to the
-// wrapped limiter through all three, and the policy decides what the store
-// cannot; Refund, Reset and Release go within the time budget only, and
-// Capacity is the wrapped limiter's. It serves every capability the
-// wrapped limiter serves, and is safe for concurrent use.
+// breaker and a fallback policy: AllowN, AllowBatch, Lease and LeaseBatch
+// go to the wrapped limiter through all three, and the policy decides what
+// the store cannot, a LeaseBatch's releases excepted; Refund, Reset and
+// Release go within the time budget only, and Capacity is the wrapped
+// limiter's. It serves every capability the wrapped limiter serves, and is
+// safe for concurrent use.
 type Limiter struct {
 	next        sluice.Limiter
 	policy      Policy
@@ -169,9 +170,18 @@ func (l forwarded) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slu
 // succeeded; an error the caller must return (the caller's context ended,
 // or a configuration error); and neither when the policy must decide.
 func (l *Limiter) through(ctx context.Context, call func(context.Context) error) (stored bool, err error) {
+	stored, _, err = l.try(ctx, call)
+	return stored, err
+}
+
+// try is through that also returns the store's failure when the policy
+// must decide: the call's error (ErrTimeout when it ran out of budget),
+// or nil when no call was made (the breaker or the in-flight bound kept
+// it from the store).
+func (l *Limiter) try(ctx context.Context, call func(context.Context) error) (stored bool, failure, err error) {
 	done, ok := l.breaker.allow()
 	if !ok { // open, or half-open with its probes taken
-		return false, nil
+		return false, nil, nil
 	}
 	select {
 	case l.inFlight <- struct{}{}:
@@ -179,7 +189,7 @@ func (l *Limiter) through(ctx context.Context, call func(context.Context) error)
 		// Not the store's failure: the callers already in flight are
 		// what the store is answering (or not), and their outcomes count.
 		done(errExcluded)
-		return false, nil
+		return false, nil, nil
 	}
 
 	start := time.Now() // the runtime's time, as the context's deadline is
@@ -196,22 +206,22 @@ func (l *Limiter) through(ctx context.Context, call func(context.Context) error)
 	switch {
 	case callErr == nil:
 		done(nil)
-		return true, nil
+		return true, nil, nil
 	case ctx.Err() != nil:
 		done(errExcluded) // the caller gave up: says nothing about the store
-		return false, ctx.Err()
+		return false, nil, ctx.Err()
 	case l.cutByCaller(ctx, start, callErr):
 		// The caller's deadline, shorter than the budget, cut the call
 		// (the clients say "i/o timeout" a moment before ctx is done): it
 		// is the caller's error, and says nothing about the store.
 		done(errExcluded)
-		return false, context.DeadlineExceeded
+		return false, nil, context.DeadlineExceeded
 	case IsConfigError(callErr):
 		done(errExcluded) // not the store's health: surface it, do not trip
-		return false, callErr
+		return false, nil, callErr
 	}
 	done(callErr)
-	return false, nil
+	return false, callErr, nil
 }
 
 // detach runs call on a goroutine of its own under callCtx and waits for
@@ -294,7 +304,8 @@ func (l forwarded) Capacity(key string, limit sluice.Limit) (int64, error) {
 // bound and the breaker. When the store cannot answer, the policy decides
 // req.Cost and nothing is leased: the Grant is the policy's Decision alone
 // (its Source names the policy), with no Extra, nothing reserved and
-// Expires 0, so the holder must stop spending what it held.
+// Expires 0, so the holder must stop spending what it held. A release
+// request goes to Release or LeaseBatch: Lease refuses it.
 func (l forwarded) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, error) {
 	if ctx == nil {
 		return ext.Grant{}, sluice.ErrNilContext
@@ -302,6 +313,9 @@ func (l forwarded) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, 
 	inner, err := ext.Require[ext.Leaser]("fallback", l.next)
 	if err != nil {
 		return ext.Grant{}, err
+	}
+	if req.Release {
+		return ext.Grant{}, fmt.Errorf("fallback: %w: a release goes to Release or LeaseBatch, not Lease", sluice.ErrInvalidCost)
 	}
 	if err := ext.CheckLease(l.next, req); err != nil {
 		return ext.Grant{}, fmt.Errorf("fallback: %w", err)
@@ -332,7 +346,15 @@ func (l forwarded) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, 
 // call, as Lease passes one: validated first (an invalid request fails the
 // call with a [sluice.RequestError] naming it), then within the time
 // budget, the in-flight bound and the breaker. When the store cannot
-// answer, the policy decides each request's Cost and nothing is leased.
+// answer, the policy decides each take's Cost and nothing is leased.
+//
+// A release ([ext.LeaseRequest.Release]) is never the policy's, as
+// Release is not: a batch of releases alone goes within the time budget
+// only, and its error is the call's. In a batch with takes, a release
+// whose batch failed at the store gets the failure as its error; one
+// whose batch the breaker or the in-flight bound kept from the store goes
+// with the batch's other releases in a call of their own, within the
+// time budget only.
 func (l forwarded) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
@@ -352,8 +374,17 @@ func (l forwarded) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]e
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var released []int // the releases' positions
+	for i, r := range reqs {
+		if r.Release {
+			released = append(released, i)
+		}
+	}
+	if len(released) == len(reqs) {
+		return l.releaseBatch(ctx, inner, reqs)
+	}
 	var out []ext.LeaseResult
-	stored, err := l.through(ctx, func(ctx context.Context) error {
+	stored, failure, err := l.try(ctx, func(ctx context.Context) error {
 		var err error
 		out, err = inner.LeaseBatch(ctx, reqs)
 		return err
@@ -366,9 +397,43 @@ func (l forwarded) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]e
 	}
 	results := make([]ext.LeaseResult, len(reqs))
 	for i, r := range reqs {
-		results[i].Decision, results[i].Err = l.policy.decide(ctx, l.Limiter, r.Key, r.Limit, r.Cost)
+		if !r.Release {
+			results[i].Decision, results[i].Err = l.policy.decide(ctx, l.Limiter, r.Key, r.Limit, r.Cost)
+		}
+	}
+	if len(released) == 0 {
+		return results, nil
+	}
+	if failure == nil { // no call was made: the releases go alone
+		rs := make([]ext.LeaseRequest, len(released))
+		for j, i := range released {
+			rs[j] = reqs[i]
+		}
+		var out []ext.LeaseResult
+		out, failure = l.releaseBatch(ctx, inner, rs)
+		if failure == nil {
+			for j, i := range released {
+				results[i] = out[j]
+			}
+			return results, nil
+		}
+	}
+	for _, i := range released {
+		results[i].Err = failure
 	}
 	return results, nil
+}
+
+// releaseBatch sends a batch of releases to the wrapped limiter as Release
+// sends one: within the time budget only.
+func (l forwarded) releaseBatch(ctx context.Context, inner ext.LeaseBatcher, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	out, err := inner.LeaseBatch(ctx, reqs)
+	if err == nil && len(out) != len(reqs) {
+		return nil, fmt.Errorf("fallback: %w: %d results for %d releases", sluice.ErrUnexpectedReply, len(out), len(reqs))
+	}
+	return out, err
 }
 
 // Release passes a release to the wrapped limiter, within the time budget

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
 // TestExpiredDeadlinesDoNotChangeTheNextCall: right after a storm of
@@ -20,7 +21,7 @@ import (
 // the breaker nor holds the in-flight slots. Through both clients, 20
 // storms each.
 func TestExpiredDeadlinesDoNotChangeTheNextCall(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
+	server := redistest.SharedRedis(t)
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			l := chaosLimiter(t, b.newStore(t, server.Addr()), fallback.Closed(), fallback.WithMaxInFlight(64))

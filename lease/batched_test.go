@@ -44,8 +44,9 @@ func (s *gatedStore) Run(ctx context.Context, script *sluice.Script, keys []stri
 
 // TestLeasesStayBatchedThroughDecorators: a lease over fallback, sluiceotel,
 // denycache or coalesce (over the token bucket) still sends the lease
-// requests of many keys in one script call, as it does over the bucket
-// itself: each decorator forwards the batched lease path.
+// requests of many keys in one script call, and Close their releases, as
+// it does over the bucket itself: each decorator forwards the batched
+// lease path.
 func TestLeasesStayBatchedThroughDecorators(t *testing.T) {
 	const keys = 20
 	for _, c := range []struct {
@@ -84,6 +85,10 @@ func TestLeasesStayBatchedThroughDecorators(t *testing.T) {
 				wg.Wait()
 				require.Less(t, store.runs.Load(), int64(keys), "some script call carried several keys' leases")
 				require.Greater(t, store.maxKeys.Load(), int64(2), "a lease is a state key and a ledger key")
+				before := store.runs.Load()
+				require.NoError(t, l.Close())
+				require.EqualValues(t, 1, store.runs.Load()-before, "the releases of every key in one script call")
+				require.EqualValues(t, 2*keys, store.maxKeys.Load(), "and every key's in it")
 			})
 		})
 	}

@@ -58,7 +58,9 @@ func (l *Limiter) janitor() {
 			l.armed.Store(math.MaxInt64) // sweep schedules what it leaves
 			last = l.now()
 			l.sweeps.Add(1)
-			l.sweep(last, false)
+			if rs := l.sweep(last, false); len(rs) > 0 {
+				go l.sendReleases(rs) // one goroutine, in batches when it can
+			}
 		}
 		armed := l.armed.Load()
 		if armed == math.MaxInt64 {
@@ -70,9 +72,17 @@ func (l *Limiter) janitor() {
 	}
 }
 
-// sweep releases the leases whose deadline passed (every lease when all
-// is set) and forgets those idle for a hold; it schedules the rest.
-func (l *Limiter) sweep(now int64, all bool) {
+// sweep begins the releases of the leases whose deadline passed and
+// forgets those idle for a hold (when all is set, it releases and forgets
+// every lease); it schedules the rest. It returns the releases begun, for
+// the caller to send (sendReleases): together, so that they go in batches.
+//
+// A lease released here stays in the map, busy until its release lands,
+// and is forgotten by a later sweep: a request for its key meanwhile
+// waits for the release, as on the hot path, instead of taking a fresh
+// lease whose reservation the release would end.
+func (l *Limiter) sweep(now int64, all bool) []release {
+	var rs []release
 	l.leases.Range(func(k, v any) bool {
 		le := v.(*lease)
 		le.mu.Lock()
@@ -81,12 +91,18 @@ func (l *Limiter) sweep(now int64, all bool) {
 			l.schedule(le.due(l.hold))
 			return true
 		}
+		if !all && le.reserved > 0 {
+			rs = append(rs, l.beginRelease(le))
+			l.schedule(le.due(l.hold)) // to forget it, once idle for a hold
+			return true
+		}
 		if l.leases.CompareAndDelete(k, le) {
 			le.replaced = true
 		}
 		if le.reserved > 0 {
-			l.releaseLocked(le)
+			rs = append(rs, l.beginRelease(le))
 		}
 		return true
 	})
+	return rs
 }

@@ -535,19 +535,62 @@ func (l *Limiter) refillLater(le *lease) {
 }
 
 // releaseLocked gives le's reservation back in the background, with its
-// unspent tokens. The caller holds le.mu, and nothing is in flight for le:
-// the release is, until it lands, so that no request overtakes it.
+// unspent tokens, in a Release call of its own. The caller holds le.mu,
+// and nothing is in flight for le.
 func (l *Limiter) releaseLocked(le *lease) {
+	r := l.beginRelease(le)
+	go l.sendReleases([]release{r})
+}
+
+// release is a lease's release on its way: le gives back unspent, and
+// done ends it (le.busy) once it has landed.
+type release struct {
+	le      *lease
+	unspent int64
+	done    func()
+}
+
+// beginRelease empties le and marks its release in flight until it lands,
+// so that no request overtakes it. The caller holds le.mu, and nothing is
+// in flight for le; it sends the release (sendReleases).
+func (l *Limiter) beginRelease(le *lease) release {
 	unspent := le.tokens
 	le.tokens, le.reserved = 0, 0
 	l.releases.Add(1)
 	done, _ := l.begin(le, true)
-	go func() {
-		defer done()
+	return release{le: le, unspent: unspent, done: done}
+}
+
+// sendReleases sends rs, one key each, and ends each once it has landed:
+// in batches of up to sluice.MaxBatch when the wrapped limiter takes them
+// (l.sender, as refills go), else in a Release call each, one after
+// another. A release that fails is not retried: the store's reservation
+// ends on its own with its hold.
+func (l *Limiter) sendReleases(rs []release) {
+	if l.sender == nil || len(rs) == 1 {
+		for _, r := range rs {
+			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+			_, _ = l.leaser.Release(ctx, r.le.key, r.le.limit, l.holder, r.unspent)
+			cancel()
+			r.done()
+		}
+		return
+	}
+	for len(rs) > 0 {
+		batch := rs[:min(len(rs), sluice.MaxBatch)]
+		rs = rs[len(batch):]
+		reqs := make([]ext.LeaseRequest, len(batch))
+		for i, r := range batch {
+			reqs[i] = ext.LeaseRequest{Key: r.le.key, Limit: r.le.limit, Holder: l.holder, Release: true, Unspent: r.unspent}
+		}
+		results := make([]ext.LeaseResult, len(batch))
 		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-		defer cancel()
-		_, _ = l.leaser.Release(ctx, le.key, le.limit, l.holder, unspent)
-	}()
+		l.sender.Decide(ctx, reqs, results)
+		cancel()
+		for _, r := range batch {
+			r.done()
+		}
+	}
 }
 
 // leaseFor returns key's lease under limit, creating it, or replacing one
@@ -592,7 +635,8 @@ func (l *Limiter) leaseFor(key string, limit sluice.Limit) (*lease, error) {
 }
 
 // Close stops the janitor and releases every lease, giving back its
-// unspent tokens; it waits for the releases. Later calls return
+// unspent tokens (in batches when the wrapped limiter takes them, as the
+// janitor's releases go); it waits for the releases. Later calls return
 // [ErrClosed]. It is safe to call more than once.
 func (l *Limiter) Close() error {
 	if !l.closed.CompareAndSwap(false, true) {
@@ -604,7 +648,7 @@ func (l *Limiter) Close() error {
 	l.ops.Wait() // requests in flight land first, so that their tokens are released below
 	close(l.stop)
 	l.stopped.Wait()
-	l.sweep(l.now(), true)
+	l.sendReleases(l.sweep(l.now(), true))
 	l.ops.Wait()
 	return nil
 }
@@ -614,7 +658,9 @@ type Stats struct {
 	// Requests is the Lease calls made: leases, refills, peeks and
 	// requests decided by the shared limit.
 	Requests int64
-	// Releases is the Release calls made.
+	// Releases is the leases released: each in a Release call of its own,
+	// or as a request in a batch (ext.LeaseRequest.Release) when the
+	// wrapped limiter takes batches.
 	Releases int64
 	// Sweeps is the times the janitor woke to release or forget leases:
 	// at most once per 100 ms, and never while nothing is leased.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,12 +23,14 @@ import (
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
 
-func TestMain(m *testing.M) { sluicetest.Main(m) }
+func TestMain(m *testing.M) { builtins.Main(m) }
 
 // shared is the shared limit the processes lease from: a token bucket that
 // counts the calls reaching it, each first waiting for delay.
@@ -107,10 +110,10 @@ func run(t *testing.T, l *lease.Limiter, key string, limit sluice.Limit, gorouti
 	return calls
 }
 
-func asLoad(calls []call) []sluicetest.Call {
-	var out []sluicetest.Call
+func asLoad(calls []call) []builtins.Call {
+	var out []builtins.Call
 	for _, c := range calls {
-		out = append(out, sluicetest.Call{Start: c.start.UnixNano(), End: c.end.UnixNano(), Allowed: c.allowed})
+		out = append(out, builtins.Call{Start: c.start.UnixNano(), End: c.end.UnixNano(), Allowed: c.allowed})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
 	return out
@@ -151,16 +154,16 @@ func TestSpikeAfterIdleKeepsTheUnleasedBound(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			allowed := sluicetest.Allowed(asLoad(all))
-			var spike []sluicetest.Call
+			allowed := builtins.Allowed(asLoad(all))
+			var spike []builtins.Call
 			for _, c := range allowed {
 				if c.Start >= start.Add(1800*time.Millisecond).UnixNano() {
 					spike = append(spike, c)
 				}
 			}
-			span := sluicetest.Span(spike)
+			span := builtins.Span(spike)
 			spikeBound := float64(limit.Burst) + float64(limit.Rate)*span.Seconds()
-			excess, at := sluicetest.BucketExcess(allowed, limit, windows...)
+			excess, at := builtins.BucketExcess(allowed, limit, windows...)
 			t.Logf("hold %s: %d allowed in the spike, over %s (bound %.1f); worst window %s at %.0f over its bound",
 				hold, len(spike), span, spikeBound, at, excess)
 			require.LessOrEqual(t, excess, 0.0, "some interval of %s admitted more than Burst + Rate × T", at)
@@ -173,17 +176,17 @@ func TestSpikeAfterIdleKeepsTheUnleasedBound(t *testing.T) {
 // TestProcessesOnRealRedis: the same pattern, in 10 processes on a real
 // redis-server through rueidis; two die holding leases.
 func TestProcessesOnRealRedis(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
+	server := redistest.SharedRedis(t)
 	limit := sluice.Limit{Rate: 80, Period: time.Second, Burst: 100}
 	key := sluice.Key(sluicetest.UniqueKey(t))
-	calls := sluicetest.RunLoad(t, sluicetest.Load{
+	calls := builtins.RunLoad(t, builtins.Load{
 		Algorithm: "tokenbucket", Backend: "rueidis", Addr: server.Addr(), Key: key, Limit: limit,
 		Processes: 10, Goroutines: 4, LeaseBatch: 50, LeaseHold: time.Second, Dead: 2,
 		Light: 300 * time.Millisecond, LightEvery: 40 * time.Millisecond, Idle: 1500 * time.Millisecond,
 		Duration: 200 * time.Millisecond,
 	})
-	allowed := sluicetest.Allowed(calls)
-	excess, at := sluicetest.BucketExcess(allowed, limit, windows...)
+	allowed := builtins.Allowed(calls)
+	excess, at := builtins.BucketExcess(allowed, limit, windows...)
 	t.Logf("%d calls, %d allowed; worst window %s at %.0f over Burst + Rate × T", len(calls), len(allowed), at, excess)
 	require.LessOrEqual(t, excess, 0.0, "some interval of %s admitted more than Burst + Rate × T", at)
 	require.Greater(t, len(allowed), 100, "the spike is served")
@@ -484,21 +487,24 @@ func TestBadInputIsAnError(t *testing.T) {
 // TestRefundGoesBackIntoTheLease: a refund through the lease is spent
 // again locally, within what the lease reserves.
 func TestRefundGoesBackIntoTheLease(t *testing.T) {
-	sh := newShared(t)
-	l, err := lease.New(sh, lease.WithBatch(10))
-	require.NoError(t, err)
-	defer l.Close()
-	limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 100}
-	for range 5 {
-		_, err := l.AllowN(t.Context(), "k", limit, 1)
+	synctest.Test(t, func(t *testing.T) {
+		sh := newShared(t)
+		l, err := lease.New(sh, lease.WithBatch(10))
 		require.NoError(t, err)
-	}
-	held := l.Held("k")
-	r, ok := sluice.As[sluice.Refunder](l)
-	require.True(t, ok)
-	_, err = r.Refund(t.Context(), "k", limit, 2)
-	require.NoError(t, err)
-	require.Equal(t, held+2, l.Held("k"))
+		defer l.Close()
+		limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 100}
+		for range 5 {
+			_, err := l.AllowN(t.Context(), "k", limit, 1)
+			require.NoError(t, err)
+		}
+		synctest.Wait() // the background refill has landed
+		held := l.Held("k")
+		r, ok := sluice.As[sluice.Refunder](l)
+		require.True(t, ok)
+		_, err = r.Refund(t.Context(), "k", limit, 2)
+		require.NoError(t, err)
+		require.Equal(t, held+2, l.Held("k"))
+	})
 }
 
 // TestAFailingStoreIsAnError: a request that fails is the caller's error,
@@ -523,8 +529,8 @@ func TestAFailingStoreIsAnError(t *testing.T) {
 // redis-server, and on a Redis Cluster grouped by hash tag; every
 // decision is right.
 func TestLeasesOfManyKeysShareCalls(t *testing.T) {
-	tiers := []sluicetest.Tier{sluicetest.MemTier(t), sluicetest.MiniredisTier(t),
-		sluicetest.GoRedisTier(t, sluicetest.SharedRedis(t)), sluicetest.GoRedisClusterTier(t, sluicetest.SharedCluster(t))}
+	tiers := []sluicetest.Tier{sluicetest.MemTier(t), redistest.MiniredisTier(t),
+		redistest.GoRedisTier(t, redistest.SharedRedis(t)), redistest.GoRedisClusterTier(t, redistest.SharedCluster(t))}
 	for _, tier := range tiers {
 		t.Run(tier.Name, func(t *testing.T) {
 			store := &sluicetest.CountingStore{Store: tier.Store}
@@ -571,7 +577,7 @@ func TestLeasesOfManyKeysShareCalls(t *testing.T) {
 // shards must not share a batch; with ByHashTag they go grouped by hash
 // tag, and every key admits exactly its burst.
 func TestByHashTagOnARing(t *testing.T) {
-	a, b := sluicetest.StartRedis(t), sluicetest.StartRedis(t)
+	a, b := redistest.StartRedis(t), redistest.StartRedis(t)
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr(), "b": b.Addr()}, MaxRetries: -1})
 	t.Cleanup(func() { _ = ring.Close() })
 	tb, err := tokenbucket.New(goredisstore.New(ring))

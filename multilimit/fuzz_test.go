@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/multilimit"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/memstore"
 )
@@ -25,7 +26,7 @@ import (
 func FuzzScriptMatchesModel(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 0, 0, 1, 2, 2, 9, 0, 0, 3, 7, 3, 255, 255, 1, 0})
 	f.Add([]byte("a seed long enough to make a dozen calls of mixed shapes"))
-	server := sluicetest.SharedRedis(f)
+	server := redistest.SharedRedis(f)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
 	f.Cleanup(func() { _ = client.Close() })
 	table := []struct {

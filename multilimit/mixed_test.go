@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/multilimit"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
@@ -128,7 +129,7 @@ func TestScriptRejectsBadArguments(t *testing.T) {
 	for name, newTier := range map[string]func(t *testing.T) sluicetest.Tier{
 		"memstore": sluicetest.MemTier,
 		"redis": func(t *testing.T) sluicetest.Tier {
-			return sluicetest.RueidisTier(t, sluicetest.SharedRedis(t))
+			return redistest.RueidisTier(t, redistest.SharedRedis(t))
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -17,11 +17,13 @@ import (
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/multilimit"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
 
-func TestMain(m *testing.M) { sluicetest.Main(m) }
+func TestMain(m *testing.M) { builtins.Main(m) }
 
 var (
 	perSecond = sluice.Limit{Rate: 5, Period: time.Second, Burst: 5}
@@ -38,18 +40,18 @@ func checks(tenant string) []multilimit.Check {
 func tiers() map[string]func(t *testing.T) sluicetest.Tier {
 	return map[string]func(t *testing.T) sluicetest.Tier{
 		"memstore":  sluicetest.MemTier,
-		"miniredis": sluicetest.MiniredisTier,
+		"miniredis": redistest.MiniredisTier,
 		"redis/go-redis": func(t *testing.T) sluicetest.Tier {
-			return sluicetest.GoRedisTier(t, sluicetest.SharedRedis(t))
+			return redistest.GoRedisTier(t, redistest.SharedRedis(t))
 		},
 		"redis/rueidis": func(t *testing.T) sluicetest.Tier {
-			return sluicetest.RueidisTier(t, sluicetest.SharedRedis(t))
+			return redistest.RueidisTier(t, redistest.SharedRedis(t))
 		},
 		"cluster/go-redis": func(t *testing.T) sluicetest.Tier {
-			return sluicetest.GoRedisClusterTier(t, sluicetest.SharedCluster(t))
+			return redistest.GoRedisClusterTier(t, redistest.SharedCluster(t))
 		},
 		"cluster/rueidis": func(t *testing.T) sluicetest.Tier {
-			return sluicetest.RueidisClusterTier(t, sluicetest.SharedCluster(t))
+			return redistest.RueidisClusterTier(t, redistest.SharedCluster(t))
 		},
 	}
 }
@@ -144,7 +146,7 @@ func TestBadInput(t *testing.T) {
 // bucket has given exactly what was admitted: no request consumed from one
 // limit while the other denied it.
 func TestNoPartialConsumption(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
+	server := redistest.SharedRedis(t)
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
@@ -198,7 +200,7 @@ func TestNoPartialConsumption(t *testing.T) {
 //
 //	go test -run '^$' -bench BenchmarkMultiLimit -benchtime 2s -count 3 ./multilimit/
 func BenchmarkMultiLimit(b *testing.B) {
-	server := sluicetest.StartRedis(b)
+	server := redistest.StartRedis(b)
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
 	require.NoError(b, err)
 	b.Cleanup(client.Close)

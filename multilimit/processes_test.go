@@ -22,6 +22,8 @@ import (
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/multilimit"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
 // The limits of the multi-process test, in the order of each call. Each
@@ -65,14 +67,14 @@ type call struct {
 	denied     int
 }
 
-func init() { sluicetest.RegisterJob("multilimit", runLoad) }
+func init() { builtins.RegisterJob("multilimit", runLoad) }
 
 func runLoad(index int, raw []byte, out io.Writer) error {
 	var spec loadSpec
 	if err := json.Unmarshal(raw, &spec); err != nil {
 		return err
 	}
-	store, closeStore, err := sluicetest.OpenStore(spec.Backends[index%len(spec.Backends)], spec.Addrs, spec.Goroutines)
+	store, closeStore, err := builtins.OpenStore(spec.Backends[index%len(spec.Backends)], spec.Addrs, spec.Goroutines)
 	if err != nil {
 		return err
 	}
@@ -152,19 +154,19 @@ func parseCalls(t *testing.T, outs [][]byte) []call {
 func TestProcessesNoPartialConsumption(t *testing.T) {
 	targets := map[string]func(t *testing.T) ([]string, []string, sluicetest.Tier){
 		"redis": func(t *testing.T) ([]string, []string, sluicetest.Tier) {
-			server := sluicetest.SharedRedis(t)
-			return []string{"go-redis", "rueidis"}, []string{server.Addr()}, sluicetest.RueidisTier(t, server)
+			server := redistest.SharedRedis(t)
+			return []string{"go-redis", "rueidis"}, []string{server.Addr()}, redistest.RueidisTier(t, server)
 		},
 		"cluster": func(t *testing.T) ([]string, []string, sluicetest.Tier) {
-			cluster := sluicetest.SharedCluster(t)
-			return []string{"cluster/go-redis", "cluster/rueidis"}, cluster.Addrs(), sluicetest.RueidisClusterTier(t, cluster)
+			cluster := redistest.SharedCluster(t)
+			return []string{"cluster/go-redis", "cluster/rueidis"}, cluster.Addrs(), redistest.RueidisClusterTier(t, cluster)
 		},
 	}
 	for name, target := range targets {
 		t.Run(name, func(t *testing.T) {
 			backends, addrs, tier := target(t)
 			spec := loadSpec{Backends: backends, Addrs: addrs, Tenant: sluicetest.UniqueKey(t), Goroutines: 16, Duration: 3 * time.Second}
-			calls := parseCalls(t, sluicetest.RunJob(t, "multilimit", 4, spec))
+			calls := parseCalls(t, builtins.RunJob(t, "multilimit", 4, spec))
 			var admitted int64
 			deniedBy := make([]int, 4)
 			first, last := calls[0].start, calls[0].end

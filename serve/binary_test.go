@@ -38,14 +38,15 @@ import (
 	"github.com/sluicehq/sluice/algorithms/slidinglog"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/serve"
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
 // TestServeBinary builds sluice-serve once and runs the tests of the
 // running binary on real redis-servers, one after the other (the bound
 // test wants the machine to itself).
 func TestServeBinary(t *testing.T) {
-	sluicetest.RequireRedisServer(t)
+	redistest.RequireRedisServer(t)
 	bin := filepath.Join(t.TempDir(), "sluice-serve")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/sluice-serve")
 	out, err := build.CombinedOutput()
@@ -219,7 +220,7 @@ func newRedisClient(t *testing.T, addr string) *redis.Client {
 // its HTTP listener serves /healthz, /readyz ("ok") and POST /v1/allow on
 // the same key (good and bad requests).
 func testEveryAlgorithmOnRedis(t *testing.T, bin string) {
-	server := sluicetest.StartRedis(t)
+	server := redistest.StartRedis(t)
 	suffixes := map[string]string{
 		"tokenbucket": tokenbucket.KeySuffix, "gcra": gcra.KeySuffix, "fixedwindow": fixedwindow.KeySuffix,
 		"slidingcounter": slidingcounter.KeySuffix, "slidinglog": slidinglog.KeySuffix,
@@ -297,7 +298,7 @@ func testEveryAlgorithmOnRedis(t *testing.T, bin string) {
 // least 90% of Burst + Rate x T over the whole run T (first start to last
 // end); by every process; and with no gRPC error.
 func testBucketBoundInEveryWindow(t *testing.T, bin string) {
-	server := sluicetest.StartRedis(t)
+	server := redistest.StartRedis(t)
 	limit := sluice.Limit{Rate: 100, Period: time.Second, Burst: 50}
 	config := "domain: edge\npolicies:\n  - {name: shared, match: [{key: tenant}], algorithm: tokenbucket, rate: 100, period: 1s, burst: 50}\n"
 	procs := make([]*serveProc, 3)
@@ -313,7 +314,7 @@ func testBucketBoundInEveryWindow(t *testing.T, bin string) {
 	}
 
 	const perProcess = 4
-	calls := make([][]sluicetest.Call, len(procs)*perProcess)
+	calls := make([][]builtins.Call, len(procs)*perProcess)
 	errs := make([]error, len(calls))
 	stop := time.Now().Add(2 * time.Second)
 	var wg sync.WaitGroup
@@ -328,24 +329,24 @@ func testBucketBoundInEveryWindow(t *testing.T, bin string) {
 					errs[i] = err
 					return
 				}
-				calls[i] = append(calls[i], sluicetest.Call{Start: start, End: end, Allowed: resp.GetOverallCode() == ok})
+				calls[i] = append(calls[i], builtins.Call{Start: start, End: end, Allowed: resp.GetOverallCode() == ok})
 			}
 		})
 	}
 	wg.Wait()
 	require.NoError(t, errors.Join(errs...))
 
-	var all []sluicetest.Call
+	var all []builtins.Call
 	perProc := make([]int, len(procs))
 	for i, cs := range calls {
 		all = append(all, cs...)
-		perProc[i/perProcess] += len(sluicetest.Allowed(cs))
+		perProc[i/perProcess] += len(builtins.Allowed(cs))
 	}
-	slices.SortFunc(all, func(a, b sluicetest.Call) int { return int(a.Start - b.Start) })
-	allowed := sluicetest.Allowed(all)
-	span := sluicetest.Span(all)
+	slices.SortFunc(all, func(a, b builtins.Call) int { return int(a.Start - b.Start) })
+	allowed := builtins.Allowed(all)
+	span := builtins.Span(all)
 	bound := float64(limit.Burst) + float64(limit.Rate)*span.Seconds()
-	excess, at := sluicetest.BucketExcess(allowed, limit, 100*time.Millisecond, 250*time.Millisecond, 500*time.Millisecond, time.Second, span+time.Nanosecond)
+	excess, at := builtins.BucketExcess(allowed, limit, 100*time.Millisecond, 250*time.Millisecond, 500*time.Millisecond, time.Second, span+time.Nanosecond)
 	t.Logf("3 servers, %d calls in %s: %d allowed (by server %v) against Burst + Rate x T = %.1f; the largest excess over Burst + Rate x d in any window: %.1f (d = %s)",
 		len(all), span.Round(time.Millisecond), len(allowed), perProc, bound, excess, at)
 	require.LessOrEqual(t, float64(len(allowed)), bound, "the three servers together keep the bucket's bound")
@@ -363,7 +364,7 @@ func testBucketBoundInEveryWindow(t *testing.T, bin string) {
 // new calls (Unavailable), and once Redis resumes the call in flight is
 // answered OK, the store having decided it, and the process exits 0.
 func testSIGTERMDrainsACallInFlight(t *testing.T, bin string) {
-	server := sluicetest.StartRedis(t)
+	server := redistest.StartRedis(t)
 	p := startServe(t, bin, "domain: edge\npolicies:\n  - {name: plain, match: [{key: user}], rate: 10, period: 1m}\n", server.URL())
 	resp, err := p.decide(descriptor("user", "u1"))
 	require.NoError(t, err)
@@ -443,7 +444,7 @@ func metricValue(t *testing.T, exposition, policy, source, outcome string) float
 // policy, source (store, fallback-open, fallback-local, fallback-closed)
 // and outcome.
 func testReadyzAndMetricsWithRedisKilled(t *testing.T, bin string) {
-	server := sluicetest.StartRedis(t)
+	server := redistest.StartRedis(t)
 	lenient := startServe(t, bin, `domain: edge
 policies:
   - {name: open-p, match: [{key: user}], rate: 100, period: 1m, fallback: open, fallback_timeout: 50ms}

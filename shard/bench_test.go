@@ -10,7 +10,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/shard"
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
 
@@ -20,7 +20,7 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkHotTenant -benchtime 3s -count 3 ./shard/
 func BenchmarkHotTenant(b *testing.B) {
-	cluster := sluicetest.StartCluster(b, 3)
+	cluster := redistest.StartCluster(b, 3)
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cluster.Addrs(), DisableCache: true})
 	require.NoError(b, err)
 	b.Cleanup(client.Close)

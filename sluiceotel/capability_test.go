@@ -185,6 +185,46 @@ func TestLeaseBatchIsForwardedAndRecorded(t *testing.T) {
 		"exactly what the wrapped limiter serves")
 }
 
+// TestALeaseBatchReleaseIsNotADecision: the releases in a batch of leases
+// are forwarded but not counted in the metrics, as Release is not, and a
+// failed batch of releases alone counts nothing; a failed batch with a
+// take counts one error, as before.
+func TestALeaseBatchReleaseIsNotADecision(t *testing.T) {
+	take := ext.LeaseRequest{Key: "user:43", Limit: capLimit, Holder: 43, Cost: 1, Extra: 2, Hold: time.Second}
+	releases := []ext.LeaseRequest{
+		{Key: "user:44", Limit: capLimit, Holder: 44, Release: true, Unspent: 3},
+		{Key: "user:45", Limit: capLimit, Holder: 45, Release: true},
+	}
+	next := &batchLeaser{results: []ext.LeaseResult{
+		{Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 3}, Extra: 2, Expires: time.Second}},
+		{Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: capLimit, Remaining: 6}}},
+		{Err: sluice.ErrUnexpectedReply},
+	}}
+	l, spans, reader := setup(t, next)
+	lb, ok := sluice.As[ext.LeaseBatcher](l)
+	require.True(t, ok)
+
+	reqs := append([]ext.LeaseRequest{take}, releases...)
+	results, err := lb.LeaseBatch(t.Context(), reqs)
+	require.NoError(t, err)
+	require.Equal(t, next.results, results, "the results come back unchanged")
+	require.Equal(t, [][]ext.LeaseRequest{reqs}, next.batches, "one call, the requests unchanged")
+	require.Equal(t, map[string]int64{"allowed": 1}, decisionCounts(t, reader), "the take counts; the releases do not")
+
+	next.err = errors.New("connection refused")
+	_, err = lb.LeaseBatch(t.Context(), releases)
+	require.ErrorContains(t, err, "connection refused")
+	require.Equal(t, map[string]int64{"allowed": 1}, decisionCounts(t, reader), "a failed batch of releases alone is no decision")
+	got := spans.GetSpans()
+	require.Len(t, got, 2)
+	require.Equal(t, "sluice.lease_batch", got[1].Name)
+	require.Equal(t, codes.Error, got[1].Status.Code, "but its span has the error")
+
+	_, err = lb.LeaseBatch(t.Context(), reqs)
+	require.ErrorContains(t, err, "connection refused")
+	require.Equal(t, map[string]int64{"allowed": 1, "error": 1}, decisionCounts(t, reader), "a failed batch with a take is one error")
+}
+
 // requireNotClaimed requires that l's own type claims no capability: a
 // sluiceotel.Limiter serves each only through sluice.As, when the wrapped
 // limiter does.
@@ -298,10 +338,22 @@ func TestEveryCapabilityThroughTheWholeStack(t *testing.T) {
 		require.EqualValues(t, 2, leased[i].Reserved)
 		require.Equal(t, want, leased[i].Remaining)
 	}
+	// Holder 8's release and holder 9's take in one batch.
+	leased, err = lb.LeaseBatch(ctx, []ext.LeaseRequest{
+		{Key: key, Limit: hourly, Holder: 8, Release: true, Unspent: 2},
+		{Key: "user:43", Limit: hourly, Holder: 9, Cost: 1, Held: 2, Hold: time.Second},
+	})
+	require.NoError(t, err)
+	require.NoError(t, leased[0].Err)
+	require.Equal(t, ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: hourly, Remaining: 7, ResetAfter: leased[0].ResetAfter}},
+		leased[0].Grant, "a release: the unspent tokens are back")
+	require.NoError(t, leased[1].Err)
+	require.True(t, leased[1].Allowed)
+	require.EqualValues(t, 6, leased[1].Remaining)
 
 	var names []string
 	for _, s := range spans.GetSpans() {
 		names = append(names, s.Name)
 	}
-	require.Equal(t, []string{"sluice.decision", "sluice.batch", "sluice.lease", "sluice.release", "sluice.lease_batch"}, names)
+	require.Equal(t, []string{"sluice.decision", "sluice.batch", "sluice.lease", "sluice.release", "sluice.lease_batch", "sluice.lease_batch"}, names)
 }

@@ -23,8 +23,9 @@
 // sluice.algorithm and sluice.policy), sluice.decision.duration (histogram,
 // seconds, the same attributes) and sluice.decisions.degraded (counter of
 // fallback decisions, by source, algorithm and policy). AllowN, each
-// request of a batch or a lease batch, and Lease count as decisions; Refund, Reset and
-// Release do not. Metric attributes never include the key.
+// request of a batch, each take of a lease batch, and Lease count as
+// decisions; Refund, Reset and Release (alone or in a lease batch) do not.
+// Metric attributes never include the key.
 package sluiceotel
 
 import (
@@ -344,8 +345,10 @@ func (l forwarded) Lease(ctx context.Context, req ext.LeaseRequest) (ext.Grant, 
 
 // LeaseBatch passes many lease requests to the wrapped limiter in one
 // call, in one span ("sluice.lease_batch", with the batch's size as
-// sluice.batch.size), and counts each request's decision of its Cost in
-// the metrics as Lease does.
+// sluice.batch.size), and counts each take's decision of its Cost in the
+// metrics as Lease does; a release ([ext.LeaseRequest.Release]) is not
+// counted, as Release is not, nor is the failure of a batch of releases
+// alone.
 func (l forwarded) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
@@ -359,14 +362,22 @@ func (l forwarded) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]e
 	start := time.Now()
 	results, err := inner.LeaseBatch(ctx, reqs)
 	elapsed := time.Since(start).Seconds()
+	takes := false
+	for _, r := range reqs {
+		takes = takes || !r.Release
+	}
 	if err != nil {
-		l.record(ctx, elapsed, sluice.Decision{}, err)
+		if takes {
+			l.record(ctx, elapsed, sluice.Decision{}, err)
+		}
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "no rate-limit decision")
 		return nil, err
 	}
-	for _, r := range results {
-		l.record(ctx, elapsed, r.Decision, r.Err)
+	for i, r := range results {
+		if i < len(reqs) && !reqs[i].Release {
+			l.record(ctx, elapsed, r.Decision, r.Err)
+		}
 	}
 	if span.IsRecording() {
 		span.SetAttributes(l.base...)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/memstore"
 )
@@ -76,7 +78,7 @@ func withSuffix(keys []string, suffix string) []string {
 
 // newBenchGoRedis returns a go-redis client on server that never retries
 // (a retried script could charge a request twice).
-func newBenchGoRedis(tb testing.TB, server *sluicetest.RedisServer) *redis.Client {
+func newBenchGoRedis(tb testing.TB, server *redistest.RedisServer) *redis.Client {
 	tb.Helper()
 	c := redis.NewClient(&redis.Options{
 		Addr:       server.Addr(),
@@ -100,7 +102,7 @@ func newAlgorithmLimiter(tb testing.TB, alg sluicetest.Algorithm, store sluice.S
 
 // adminDo sends one administrative command to each server, failing tb on
 // any error.
-func adminDo(tb testing.TB, servers []*sluicetest.RedisServer, args ...string) {
+func adminDo(tb testing.TB, servers []*redistest.RedisServer, args ...string) {
 	tb.Helper()
 	for _, s := range servers {
 		if _, err := s.Do(args...); err != nil {
@@ -117,7 +119,7 @@ type cmdStat struct {
 
 // commandStats returns every cmdstat_ line of INFO commandstats, by
 // command name in lower case.
-func commandStats(tb testing.TB, s *sluicetest.RedisServer) map[string]cmdStat {
+func commandStats(tb testing.TB, s *redistest.RedisServer) map[string]cmdStat {
 	tb.Helper()
 	out, err := s.Do("INFO", "commandstats")
 	if err != nil {
@@ -198,7 +200,7 @@ func (c scriptCost) String() string {
 // readScriptCost reads s's commandstats, checks that EVALSHA ran exactly
 // calls times without failures and that no other command failed, and
 // returns the EVALSHA figures with the commands run per call.
-func readScriptCost(tb testing.TB, s *sluicetest.RedisServer, calls int) scriptCost {
+func readScriptCost(tb testing.TB, s *redistest.RedisServer, calls int) scriptCost {
 	tb.Helper()
 	stats := commandStats(tb, s)
 	c := scriptCost{evalsha: stats["evalsha"], perCall: map[string]float64{}}
@@ -221,7 +223,7 @@ func readScriptCost(tb testing.TB, s *sluicetest.RedisServer, calls int) scriptC
 // share of the reading commands' key lookups that found a live key, as a
 // percentage, or "n/a" when there were none (INCR and PEXPIRE look keys
 // up for writing, which Redis does not count).
-func keyspaceHits(tb testing.TB, s *sluicetest.RedisServer) string {
+func keyspaceHits(tb testing.TB, s *redistest.RedisServer) string {
 	tb.Helper()
 	var v [2]int64
 	for i, f := range []string{"keyspace_hits", "keyspace_misses"} {
@@ -275,7 +277,7 @@ const (
 // costTarget is one script of BenchmarkServerCost, on its own server.
 type costTarget struct {
 	name   string
-	server *sluicetest.RedisServer
+	server *redistest.RedisServer
 	store  sluice.Store
 	alg    *sluicetest.Algorithm // nil for a floor
 	l      sluicetest.Limiter    // nil for a floor
@@ -319,9 +321,9 @@ type costTarget struct {
 // "fixedwindow-vs-incr-pexpire" and "gcra-vs-tokenbucket".
 func BenchmarkServerCost(b *testing.B) {
 	var targets []*costTarget
-	for i := range sluicetest.Algorithms {
-		alg := &sluicetest.Algorithms[i]
-		server := sluicetest.StartRedis(b)
+	for i := range builtins.Algorithms {
+		alg := &builtins.Algorithms[i]
+		server := redistest.StartRedis(b)
 		store := goredisstore.New(newBenchGoRedis(b, server))
 		targets = append(targets, &costTarget{
 			name: alg.Name, server: server, store: store, alg: alg,
@@ -332,13 +334,13 @@ func BenchmarkServerCost(b *testing.B) {
 		name   string
 		script *sluice.Script
 	}{{floorTimeGetSet, timeGetSetFloor}, {floorIncrPexpire, incrPexpireFloor}, {floorControl, timeGetSetFloor}} {
-		server := sluicetest.StartRedis(b)
+		server := redistest.StartRedis(b)
 		targets = append(targets, &costTarget{
 			name: f.name, server: server, script: f.script,
 			store: goredisstore.New(newBenchGoRedis(b, server)),
 		})
 	}
-	servers := make([]*sluicetest.RedisServer, len(targets))
+	servers := make([]*redistest.RedisServer, len(targets))
 	for i, t := range targets {
 		servers[i] = t.server
 	}
@@ -475,11 +477,11 @@ const memoryWarmKeys = 10_000
 // server is flushed before every case; ns/op is meaningless (it includes
 // the settling sleeps).
 func BenchmarkMemoryPerKey(b *testing.B) {
-	server := sluicetest.StartRedis(b)
+	server := redistest.StartRedis(b)
 	keys := benchTenantKeys(memoryKeyCount)
 	var cases []memoryCase
 	var scripts []*sluice.Script
-	for _, alg := range sluicetest.Algorithms {
+	for _, alg := range builtins.Algorithms {
 		cases = append(cases, memoryCase{alg.Name, alg, 1})
 		if alg.Name == "slidinglog" {
 			cases = append(cases, memoryCase{"slidinglog-10", alg, 10}, memoryCase{"slidinglog-100", alg, 100})
@@ -537,9 +539,9 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 // keys from memoryWorkers goroutines, on a client of its own that it
 // closes afterwards, checks that DBSIZE is len(keys) and returns the growth
 // of settledMemory in bytes, over all keys.
-func memoryGrowth(tb testing.TB, server *sluicetest.RedisServer, c memoryCase, keys []string) int64 {
+func memoryGrowth(tb testing.TB, server *redistest.RedisServer, c memoryCase, keys []string) int64 {
 	tb.Helper()
-	adminDo(tb, []*sluicetest.RedisServer{server}, "FLUSHALL")
+	adminDo(tb, []*redistest.RedisServer{server}, "FLUSHALL")
 	before := settledMemory(tb, server)
 
 	client := newBenchGoRedis(tb, server)
@@ -580,8 +582,8 @@ func memoryGrowth(tb testing.TB, server *sluicetest.RedisServer, c memoryCase, k
 }
 
 // settledMemory is the server's settled used_memory, without the
-// connections' buffers (sluicetest.RedisServer.SettledUsedMemory).
-func settledMemory(tb testing.TB, s *sluicetest.RedisServer) int64 {
+// connections' buffers (redistest.RedisServer.SettledUsedMemory).
+func settledMemory(tb testing.TB, s *redistest.RedisServer) int64 {
 	tb.Helper()
 	n, err := s.SettledUsedMemory()
 	if err != nil {
@@ -720,7 +722,7 @@ func TestAccuracy(t *testing.T) {
 	limit := accuracyLimit
 	periodUs := limit.PeriodMicros()
 	var rows []accuracyRow
-	for _, alg := range sluicetest.Algorithms {
+	for _, alg := range builtins.Algorithms {
 		for _, p := range accuracyPatterns(limit) {
 			clock := sluicetest.NewFakeClock(accuracyStart)
 			l := newAlgorithmLimiter(t, alg, memstore.NewWithClock(clock), clock)

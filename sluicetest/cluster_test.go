@@ -14,7 +14,8 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/ext"
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
@@ -43,12 +44,12 @@ func clusterIDs(n int) []string {
 // decision on each through both cluster clients sees no CROSSSLOT or any
 // other error.
 func TestClusterKeySlots(t *testing.T) {
-	cluster := sluicetest.SharedCluster(t)
+	cluster := redistest.SharedCluster(t)
 	ids := clusterIDs(100_000)
 
 	keys := make([][]string, len(ids)) // per tenant: its keys
 	for i, id := range ids {
-		for _, alg := range sluicetest.Algorithms {
+		for _, alg := range builtins.Algorithms {
 			keys[i] = append(keys[i], sluice.Key(id, "route", "orders")+alg.KeySuffix)
 		}
 		keys[i] = append(keys[i], sluice.Key(id))

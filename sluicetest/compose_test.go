@@ -3,6 +3,8 @@ package sluicetest_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,9 +17,11 @@ import (
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/shard"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
-// The composition tests build stacks of decorators (sluicetest.Decorators,
+// The composition tests build stacks of decorators (builtins.Decorators,
 // outermost first) over an algorithm and check what still holds of the
 // conformance properties through them.
 
@@ -136,7 +140,7 @@ func floorOf(stack []string, limit sluice.Limit, capacity func(sluice.Limit) int
 	case "lease":
 		return floorOf(rest, limit, capacity, true)
 	case "shard":
-		s := shard.Count(limit, sluicetest.ComposeShards)
+		s := shard.Count(limit, builtins.ComposeShards)
 		if s == 1 {
 			return floorOf(rest, limit, capacity, leased)
 		}
@@ -162,7 +166,7 @@ func capacityOf(stack []string, limit sluice.Limit, capacity func(sluice.Limit) 
 	if stack[0] != "shard" {
 		return capacityOf(stack[1:], limit, capacity)
 	}
-	s := shard.Count(limit, sluicetest.ComposeShards)
+	s := shard.Count(limit, builtins.ComposeShards)
 	least := capacityOf(stack[1:], shard.Share(limit, s, 0), capacity)
 	for i := range s {
 		least = min(least, capacityOf(stack[1:], shard.Share(limit, s, i), capacity))
@@ -207,8 +211,8 @@ var memTier = composeTier{name: "memstore", store: func(t *testing.T) sluice.Sto
 
 func redisTiers() []composeTier {
 	return []composeTier{
-		{name: "redis/go-redis", store: func(t *testing.T) sluice.Store { return sluicetest.GoRedisTier(t, sluicetest.SharedRedis(t)).Store }},
-		{name: "redis/rueidis", store: func(t *testing.T) sluice.Store { return sluicetest.RueidisTier(t, sluicetest.SharedRedis(t)).Store }},
+		{name: "redis/go-redis", store: func(t *testing.T) sluice.Store { return redistest.GoRedisTier(t, redistest.SharedRedis(t)).Store }},
+		{name: "redis/rueidis", store: func(t *testing.T) sluice.Store { return redistest.RueidisTier(t, redistest.SharedRedis(t)).Store }},
 	}
 }
 
@@ -230,7 +234,7 @@ func buildStack(t *testing.T, tier composeTier, alg sluicetest.Algorithm, stack 
 				err = fmt.Errorf("panic: %v", p)
 			}
 		}()
-		return sluicetest.Stack(base, stack...)
+		return builtins.Stack(base, stack...)
 	}()
 	if want.fails >= 0 {
 		require.Error(t, err, "%s must not be built", stackName(stack, alg.Name))
@@ -439,9 +443,9 @@ func checkStack(t *testing.T, l sluice.Limiter, alg sluicetest.Algorithm, stack 
 // inner) of decorators, the same one twice included.
 func matrixStacks() [][]string {
 	var stacks [][]string
-	for _, outer := range sluicetest.Decorators {
+	for _, outer := range builtins.Decorators {
 		stacks = append(stacks, []string{outer.Name})
-		for _, inner := range sluicetest.Decorators {
+		for _, inner := range builtins.Decorators {
 			stacks = append(stacks, []string{outer.Name, inner.Name})
 		}
 	}
@@ -468,7 +472,7 @@ func TestCompositionMatrix(t *testing.T) {
 		}
 	}
 	valid := map[string][]string{}
-	for _, alg := range sluicetest.Algorithms {
+	for _, alg := range builtins.Algorithms {
 		for _, stack := range stacks {
 			name := stackName(stack, alg.Name)
 			t.Run(name, func(t *testing.T) {
@@ -497,28 +501,35 @@ func TestCompositionMatrix(t *testing.T) {
 			}
 		}
 	}
-	for _, alg := range sluicetest.Algorithms {
+	for _, alg := range builtins.Algorithms {
 		t.Logf("%s: %d of %d stacks valid", alg.Name, len(valid[alg.Name]), len(stacks))
 	}
-	// The pairs, outer by inner, as docs/composition.md shows them.
-	for _, alg := range []string{"tokenbucket", "fixedwindow"} {
-		var b strings.Builder
-		fmt.Fprintf(&b, "pairs over %s (outer down, inner across):\n%-11s", alg, "")
-		for _, inner := range sluicetest.Decorators {
-			fmt.Fprintf(&b, " %-10s", inner.Name)
-		}
-		for _, outer := range sluicetest.Decorators {
-			fmt.Fprintf(&b, "\n%-11s", outer.Name)
-			for _, inner := range sluicetest.Decorators {
-				mark := "yes"
-				if predict([]string{outer.Name, inner.Name}, alg).fails >= 0 {
-					mark = "no"
-				}
-				fmt.Fprintf(&b, " %-10s", mark)
-			}
-		}
-		t.Log(b.String())
+	// The pairs, outer down and inner across, must be docs/composition.md's
+	// table: "yes" where valid over every algorithm, "buckets" where over
+	// the token bucket and GCRA only, "no" where over none.
+	var b strings.Builder
+	b.WriteString("| outer \\ inner |")
+	for _, inner := range builtins.Decorators {
+		fmt.Fprintf(&b, " %s |", inner.Name)
 	}
+	b.WriteString("\n| --- |" + strings.Repeat(" --- |", len(builtins.Decorators)))
+	for _, outer := range builtins.Decorators {
+		fmt.Fprintf(&b, "\n| **%s** |", outer.Name)
+		for _, inner := range builtins.Decorators {
+			pair := []string{outer.Name, inner.Name}
+			bucket, window := predict(pair, "tokenbucket").fails < 0, predict(pair, "fixedwindow").fails < 0
+			require.False(t, window && !bucket, "a pair valid over windows only")
+			mark := map[[2]bool]string{{true, true}: "yes", {true, false}: "buckets", {false, false}: "no"}[[2]bool{bucket, window}]
+			fmt.Fprintf(&b, " %s |", mark)
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "composition.md"))
+	require.NoError(t, err)
+	want := strings.Split(b.String(), "\n")
+	at := strings.Index(string(doc), want[0]+"\n")
+	require.GreaterOrEqual(t, at, 0, "docs/composition.md has no table of pairs")
+	got := strings.SplitN(string(doc)[at:], "\n", len(want)+1)[:len(want)]
+	require.Equal(t, want, got, "docs/composition.md's table of pairs must be what the matrix finds")
 }
 
 // TestRecommendedStacksOnRealRedis runs the recommended stacks' checks on
@@ -541,22 +552,22 @@ func TestRecommendedStacksOnRealRedis(t *testing.T) {
 // over every interval from 1 ms to the whole run, the processes together
 // admit at most Burst + Rate × T, the unleased, unsharded bound.
 func TestComposedProcessesKeepTheBucketBound(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
+	server := redistest.SharedRedis(t)
 	limit := sluice.Limit{Rate: 300, Period: time.Second, Burst: 60}
 	windows := []time.Duration{time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond,
 		100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
 	for i, r := range recommended {
 		backend := []string{"go-redis", "rueidis"}[i%2]
 		t.Run(backend+"/"+stackName(r.stack, r.alg), func(t *testing.T) {
-			calls := sluicetest.RunLoad(t, sluicetest.Load{
+			calls := builtins.RunLoad(t, builtins.Load{
 				Algorithm: r.alg, Backend: backend, Addr: server.Addr(),
 				Key: sluice.Key(sluicetest.UniqueKey(t)), Limit: limit,
 				Processes: 4, Goroutines: 4, Duration: time.Second, Stack: r.stack,
 			})
-			allowed := sluicetest.Allowed(calls)
-			span := sluicetest.Span(calls)
+			allowed := builtins.Allowed(calls)
+			span := builtins.Span(calls)
 			bound := float64(limit.Burst) + float64(limit.Rate)*span.Seconds()/limit.Period.Seconds()
-			excess, at := sluicetest.BucketExcess(allowed, limit, append(windows, span+time.Nanosecond)...)
+			excess, at := builtins.BucketExcess(allowed, limit, append(windows, span+time.Nanosecond)...)
 			t.Logf("%d calls over %s, %d allowed (%.0f%% of Burst + Rate × T = %.0f); worst window %s at %.1f over its bound",
 				len(calls), span.Round(time.Millisecond), len(allowed), 100*float64(len(allowed))/bound, bound, at, excess)
 			require.LessOrEqual(t, excess, 0.0, "some interval of %s admitted more than Burst + Rate × T", at)
@@ -566,7 +577,7 @@ func TestComposedProcessesKeepTheBucketBound(t *testing.T) {
 }
 
 func algorithmNamed(name string) sluicetest.Algorithm {
-	for _, a := range sluicetest.Algorithms {
+	for _, a := range builtins.Algorithms {
 		if a.Name == name {
 			return a
 		}
@@ -580,7 +591,7 @@ func algorithmNamed(name string) sluicetest.Algorithm {
 // of a fake clock, over limits that refill, compared with a twin on its
 // own store.
 func TestTransparentLayersChangeNoDecision(t *testing.T) {
-	for _, alg := range sluicetest.Algorithms {
+	for _, alg := range builtins.Algorithms {
 		for _, stack := range [][]string{{"coalesce"}, {"sluiceotel"}, {"fallback"}, {"sluiceotel", "fallback", "coalesce"}} {
 			t.Run(stackName(stack, alg.Name), func(t *testing.T) {
 				clock := sluicetest.NewFakeClock(sluicetest.Epoch)
@@ -588,7 +599,7 @@ func TestTransparentLayersChangeNoDecision(t *testing.T) {
 				require.NoError(t, err)
 				base, err := alg.New(sluicetest.MemTier(t).Store, clock)
 				require.NoError(t, err)
-				l, closeStack, err := sluicetest.Stack(base, stack...)
+				l, closeStack, err := builtins.Stack(base, stack...)
 				require.NoError(t, err)
 				defer func() { require.NoError(t, closeStack()) }()
 				rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))

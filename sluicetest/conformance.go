@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/store/memstore"
 )
@@ -35,41 +33,52 @@ type Tier struct {
 	Raw func(ctx context.Context, script *sluice.Script, keys []string, args ...string) ([]int64, error)
 }
 
+// Limiter is what every Sluice algorithm offers on its concrete type.
+type Limiter interface {
+	sluice.Limiter
+	sluice.BatchLimiter
+	sluice.Refunder
+	sluice.Resetter
+	sluice.Bounded
+}
+
+// Algorithm describes one algorithm to the conformance suite.
+type Algorithm struct {
+	Name string
+	// New builds the limiter; a nil clock means the server clock.
+	New func(store sluice.Store, clock sluice.Clock) (Limiter, error)
+	// Script is the decision script, for calls with raw arguments.
+	Script *sluice.Script
+	// KeySuffix names the state key: the caller's key plus the suffix.
+	KeySuffix string
+	// IntegerState says the state key holds one integer, Unix
+	// microseconds of a future time (the bucket algorithms).
+	IntegerState bool
+	// Capacity is the largest cost a limit allows: Burst or Rate.
+	Capacity func(sluice.Limit) int64
+	// Vectors are the algorithm's hand-worked decisions.
+	Vectors []Vector
+	// Limits are valid limits for the random sequences.
+	Limits []sluice.Limit
+}
+
 // Epoch is the fake clock's start in the conformance vectors: a Unix
 // microsecond value with 16 significant digits and non-zero trailing
 // digits, so that any loss of precision in a script changes a decision.
 // A one-second window has run for 123457 µs at Epoch.
 var Epoch = time.UnixMicro(1_767_225_600_123_457) // 2026-01-01T00:00:00.123457Z
 
-// RunConformance runs every algorithm's conformance tests against the tier
-// built by newTier. Every tier runs the same tests and must produce the
-// same decisions, which are also checked against the in-process model.
-func RunConformance(t *testing.T, newTier func(t *testing.T) Tier) {
-	for _, alg := range Algorithms {
+// RunConformance runs the conformance tests of each algorithm of algs
+// against the tier built by newTier: its hand-worked vectors, random
+// sequences checked against its Go twin on the in-process store, its
+// batches decided as one by one, its validation of bad input and its
+// state's keys and TTLs. Every tier runs the same tests and must produce
+// the same decisions.
+func RunConformance(t *testing.T, newTier func(t *testing.T) Tier, algs ...Algorithm) {
+	for _, alg := range algs {
 		t.Run(alg.Name, func(t *testing.T) { runAlgorithm(t, alg, newTier) })
 		t.Run(alg.Name+"/batch decides as one by one", func(t *testing.T) { runBatch(t, alg, newTier) })
 	}
-	t.Run("gcra and tokenbucket decide alike", func(t *testing.T) {
-		t.Parallel()
-		tier := newTier(t)
-		clock := NewFakeClock(Epoch)
-		a, err := algorithm("gcra").New(tier.Store, clock)
-		require.NoError(t, err)
-		b, err := algorithm("tokenbucket").New(tier.Store, clock)
-		require.NoError(t, err)
-		key := UniqueKey(t)
-		rng := newRand(t)
-		for i := range 300 {
-			limit := bucketLimits[rng.IntN(len(bucketLimits))]
-			n := rng.Int64N(limit.Burst + 1)
-			clock.Advance(time.Duration(rng.Int64N(int64(400*time.Millisecond))) - 20*time.Millisecond)
-			da, err := a.AllowN(t.Context(), key, limit, n)
-			require.NoError(t, err)
-			db, err := b.AllowN(t.Context(), key, limit, n)
-			require.NoError(t, err)
-			require.Equal(t, da, db, "step %d", i)
-		}
-	})
 }
 
 // runBatch: random batches (1 to 8 requests over 3 keys, repeats
@@ -81,7 +90,7 @@ func runBatch(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) {
 	tier := newTier(t)
 	clock := NewFakeClock(Epoch)
 	l, err := alg.New(tier.Store, clock)
-	require.NoError(t, err)
+	noError(t, err)
 	tag := UniqueKey(t)
 	rng := newRand(t)
 	for step := range 150 {
@@ -96,13 +105,13 @@ func runBatch(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) {
 			reqs[i] = sluice.Request{Key: sluice.Key(tag, "batch", strconv.Itoa(rng.IntN(3))), Limit: limit, N: rng.Int64N(alg.Capacity(limit) + 1)}
 		}
 		got, err := l.AllowBatch(t.Context(), reqs)
-		require.NoError(t, err)
-		require.Len(t, got, len(reqs))
+		noError(t, err)
+		equal(t, len(reqs), len(got))
 		for i, r := range reqs {
 			want, err := l.AllowN(t.Context(), strings.Replace(r.Key, ":batch:", ":single:", 1), r.Limit, r.N)
-			require.NoError(t, err)
-			require.NoError(t, got[i].Err, "step %d request %d", step, i)
-			require.Equal(t, want, got[i].Decision, "step %d request %d", step, i)
+			noError(t, err)
+			noError(t, got[i].Err, "step %d request %d", step, i)
+			equal(t, want, got[i].Decision, "step %d request %d", step, i)
 		}
 	}
 	limit := alg.Limits[0]
@@ -114,20 +123,11 @@ func runBatch(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) {
 		{{Key: sluice.Key(tag, "ok"), Limit: limit, N: alg.Capacity(limit) + 1}},
 	} {
 		_, err := l.AllowBatch(t.Context(), bad)
-		require.Error(t, err)
+		isError(t, err)
 	}
 	_, found, err := tier.Get(t.Context(), sluice.Key(tag, "ok")+alg.KeySuffix)
-	require.NoError(t, err)
-	require.False(t, found, "an invalid batch consumed nothing")
-}
-
-func algorithm(name string) Algorithm {
-	for _, a := range Algorithms {
-		if a.Name == name {
-			return a
-		}
-	}
-	panic("sluicetest: no algorithm " + name)
+	noError(t, err)
+	isFalse(t, found, "an invalid batch consumed nothing")
 }
 
 func newRand(t *testing.T) *rand.Rand {
@@ -142,7 +142,7 @@ func runAlgorithm(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) 
 		tier := newTier(t)
 		clock := NewFakeClock(Epoch)
 		l, err := alg.New(tier.Store, clock)
-		require.NoError(t, err)
+		noError(t, err)
 		return tier, clock, l, UniqueKey(t)
 	}
 
@@ -163,10 +163,10 @@ func runAlgorithm(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) 
 					call = l.Refund
 				}
 				got, err := call(t.Context(), k, limit, s.N)
-				require.NoError(t, err, "step %d", i)
+				noError(t, err, "step %d", i)
 				want := s.Want
 				want.Limit = limit
-				require.Equal(t, want, got, "%s: step %d (n=%d, refund %v)", tier.Name, i, s.N, s.Refund)
+				equal(t, want, got, "%s: step %d (n=%d, refund %v)", tier.Name, i, s.N, s.Refund)
 			}
 		})
 	}
@@ -178,82 +178,82 @@ func runAlgorithm(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) 
 		tier, _, l, key := setup(t)
 		stateKey := key + alg.KeySuffix
 		_, err := l.AllowN(t.Context(), key, limit, 4)
-		require.NoError(t, err)
+		noError(t, err)
 		raw, ok, err := tier.Get(t.Context(), stateKey)
-		require.NoError(t, err)
-		require.True(t, ok, "state stored at the key plus %q", alg.KeySuffix)
+		noError(t, err)
+		isTrue(t, ok, "state stored at the key plus %q", alg.KeySuffix)
 		ttl, ok, err := tier.TTL(t.Context(), stateKey)
-		require.NoError(t, err)
-		require.True(t, ok, "every write sets a TTL")
-		require.Greater(t, ttl, time.Second, "the TTL covers the state's life plus a 1 s margin")
-		require.LessOrEqual(t, ttl, 2*limit.Period+time.Second)
+		noError(t, err)
+		isTrue(t, ok, "every write sets a TTL")
+		greater(t, ttl, time.Second, "the TTL covers the state's life plus a 1 s margin")
+		lessOrEqual(t, ttl, 2*limit.Period+time.Second)
 		if alg.IntegerState {
 			// Exact microseconds: through Lua's tostring or '..' this
 			// would read 1.7672256004235e+15.
-			require.Equal(t, strconv.FormatInt(Epoch.UnixMicro()+400_000, 10), raw)
-			require.LessOrEqual(t, ttl, 1400*time.Millisecond, "400 ms to full, plus 1 s")
+			equal(t, strconv.FormatInt(Epoch.UnixMicro()+400_000, 10), raw)
+			lessOrEqual(t, ttl, 1400*time.Millisecond, "400 ms to full, plus 1 s")
 		}
 
 		_, err = l.AllowN(t.Context(), key, limit, capacity) // denied
-		require.NoError(t, err)
+		noError(t, err)
 		_, err = l.AllowN(t.Context(), key, limit, 0)
-		require.NoError(t, err)
+		noError(t, err)
 		again, _, err := tier.Get(t.Context(), stateKey)
-		require.NoError(t, err)
-		require.Equal(t, raw, again, "a denial and a peek write nothing")
+		noError(t, err)
+		equal(t, raw, again, "a denial and a peek write nothing")
 
 		_, err = l.AllowN(t.Context(), key+":peek", limit, 0)
-		require.NoError(t, err)
+		noError(t, err)
 		_, ok, err = tier.Get(t.Context(), key+":peek"+alg.KeySuffix)
-		require.NoError(t, err)
-		require.False(t, ok, "a peek of a missing key creates nothing")
+		noError(t, err)
+		isFalse(t, ok, "a peek of a missing key creates nothing")
 
-		require.NoError(t, l.Reset(t.Context(), key))
+		noError(t, l.Reset(t.Context(), key))
 		_, ok, err = tier.Get(t.Context(), stateKey)
-		require.NoError(t, err)
-		require.False(t, ok, "Reset deletes the state")
+		noError(t, err)
+		isFalse(t, ok, "Reset deletes the state")
 		d, err := l.AllowN(t.Context(), key, limit, 0)
-		require.NoError(t, err)
-		require.Equal(t, capacity, d.Remaining, "after Reset, the full limit")
+		noError(t, err)
+		equal(t, capacity, d.Remaining, "after Reset, the full limit")
 	})
 
 	t.Run("peek consumes nothing", func(t *testing.T) {
 		_, _, l, key := setup(t)
 		_, err := l.AllowN(t.Context(), key, limit, 2)
-		require.NoError(t, err)
+		noError(t, err)
 		p1, err := l.AllowN(t.Context(), key, limit, 0)
-		require.NoError(t, err)
+		noError(t, err)
 		p2, err := l.AllowN(t.Context(), key, limit, 0)
-		require.NoError(t, err)
-		require.Equal(t, p1, p2)
-		require.Equal(t, capacity-2, p1.Remaining)
+		noError(t, err)
+		equal(t, p1, p2)
+		equal(t, capacity-2, p1.Remaining)
 		d, err := l.AllowN(t.Context(), key, limit, 1)
-		require.NoError(t, err)
-		require.True(t, d.Allowed)
-		require.Equal(t, p1.Remaining-1, d.Remaining)
+		noError(t, err)
+		isTrue(t, d.Allowed)
+		equal(t, p1.Remaining-1, d.Remaining)
 	})
 
 	t.Run("server clock by default", func(t *testing.T) {
 		t.Parallel()
 		tier := newTier(t)
 		l, err := alg.New(tier.Store, nil)
-		require.NoError(t, err)
+		noError(t, err)
 		key := UniqueKey(t)
 		// Two a day: a window boundary during the test is unlikely.
 		daily := sluice.Limit{Rate: 2, Period: 24 * time.Hour, Burst: 2}
 		for _, want := range []bool{true, true, false} {
 			d, err := l.AllowN(t.Context(), key, daily, 1)
-			require.NoError(t, err)
-			require.Equal(t, want, d.Allowed)
+			noError(t, err)
+			equal(t, want, d.Allowed)
 		}
 		if alg.IntegerState {
 			raw, ok, err := tier.Get(t.Context(), key+alg.KeySuffix)
-			require.NoError(t, err)
-			require.True(t, ok)
+			noError(t, err)
+			isTrue(t, ok)
 			tat, err := strconv.ParseInt(raw, 10, 64)
-			require.NoError(t, err)
+			noError(t, err)
 			// The server's now plus two twelve-hour intervals.
-			require.InDelta(t, time.Now().Add(24*time.Hour).UnixMicro(), tat, float64(time.Minute.Microseconds()))
+			inDelta(t, float64(time.Now().Add(24*time.Hour).UnixMicro()), float64(tat), float64(time.Minute.Microseconds()))
 		}
 	})
 
@@ -282,20 +282,20 @@ func runAlgorithm(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) 
 		}
 		for _, c := range cases {
 			d, err := l.AllowN(t.Context(), c.key, c.limit, c.n)
-			require.Error(t, err, c.name)
+			isError(t, err, c.name)
 			for _, target := range c.is {
-				require.ErrorIs(t, err, target, c.name)
+				errorIs(t, err, target, c.name)
 			}
-			require.Equal(t, sluice.Decision{}, d, c.name)
+			equal(t, sluice.Decision{}, d, c.name)
 		}
 		_, err := l.Refund(t.Context(), key, limit, 0)
-		require.ErrorIs(t, err, sluice.ErrInvalidCost, "a refund of 0")
+		errorIs(t, err, sluice.ErrInvalidCost, "a refund of 0")
 		_, err = l.Refund(t.Context(), key, limit, capacity+1)
-		require.ErrorIs(t, err, sluice.ErrCostExceedsBurst, "a refund above capacity")
-		require.ErrorIs(t, l.Reset(t.Context(), ""), sluice.ErrInvalidKey)
+		errorIs(t, err, sluice.ErrCostExceedsBurst, "a refund above capacity")
+		errorIs(t, l.Reset(t.Context(), ""), sluice.ErrInvalidKey)
 		_, found, err := tier.Get(t.Context(), key+alg.KeySuffix)
-		require.NoError(t, err)
-		require.False(t, found, "nothing written")
+		noError(t, err)
+		isFalse(t, found, "nothing written")
 	})
 
 	t.Run("the script validates its own arguments", func(t *testing.T) {
@@ -325,25 +325,25 @@ func runAlgorithm(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) 
 		}
 		for _, c := range cases {
 			_, err := tier.Store.Run(t.Context(), alg.Script, c.keys, c.args)
-			require.ErrorIs(t, err, c.is, c.name)
+			errorIs(t, err, c.is, c.name)
 		}
 		if tier.Raw != nil {
 			for _, bad := range []string{"nan", "NaN", "inf", "-inf", "1e400", "1.5", "", "abc", "0x", "5 apples"} {
 				_, err := tier.Raw(t.Context(), alg.Script, []string{state}, bad, "1000000", "5", "1")
-				require.ErrorIs(t, err, sluice.ErrInvalidLimit, "rate %q", bad)
+				errorIs(t, err, sluice.ErrInvalidLimit, "rate %q", bad)
 				_, err = tier.Raw(t.Context(), alg.Script, []string{state}, "10", "1000000", "5", bad)
-				require.ErrorIs(t, err, sluice.ErrInvalidCost, "cost %q", bad)
+				errorIs(t, err, sluice.ErrInvalidCost, "cost %q", bad)
 			}
 		}
 		_, found, err := tier.Get(t.Context(), state)
-		require.NoError(t, err)
-		require.False(t, found, "nothing written")
+		noError(t, err)
+		isFalse(t, found, "nothing written")
 	})
 
 	t.Run("random sequences match the in-process model, and retries are honest", func(t *testing.T) {
 		tier, clock, got, key := setup(t)
 		want, err := alg.New(memstore.New(), clock)
-		require.NoError(t, err)
+		noError(t, err)
 		rng := newRand(t)
 		ctx := t.Context()
 		for i := range 300 {
@@ -354,8 +354,8 @@ func runAlgorithm(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) 
 			var gErr, wErr error
 			switch op := rng.IntN(20); {
 			case op == 0:
-				require.NoError(t, got.Reset(ctx, k))
-				require.NoError(t, want.Reset(ctx, k))
+				noError(t, got.Reset(ctx, k))
+				noError(t, want.Reset(ctx, k))
 				continue
 			case op <= 2:
 				n := 1 + rng.Int64N(alg.Capacity(limit))
@@ -371,13 +371,13 @@ func runAlgorithm(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) 
 					clock.Advance(g.RetryAfter)
 					g, gErr = got.AllowN(ctx, k, limit, n)
 					w, wErr = want.AllowN(ctx, k, limit, n)
-					require.NoError(t, gErr)
-					require.True(t, g.Allowed, "%s: step %d: retry at RetryAfter denied", tier.Name, i)
+					noError(t, gErr)
+					isTrue(t, g.Allowed, "%s: step %d: retry at RetryAfter denied", tier.Name, i)
 				}
 			}
-			require.NoError(t, gErr, "step %d", i)
-			require.NoError(t, wErr, "step %d", i)
-			require.Equal(t, w, g, "%s: step %d", tier.Name, i)
+			noError(t, gErr, "step %d", i)
+			noError(t, wErr, "step %d", i)
+			equal(t, w, g, "%s: step %d", tier.Name, i)
 		}
 	})
 }

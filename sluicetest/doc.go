@@ -1,18 +1,23 @@
-// Package sluicetest holds what Sluice's tests share: the conformance suite
-// that every tier runs (the Go model on the in-process store, the Lua
-// scripts on the embedded miniredis, and on real redis-server processes
-// through go-redis and rueidis), a fake clock, and a harness that starts
-// and stops throwaway redis-server processes on free loopback ports.
+// Package sluicetest is Sluice's conformance kit, for the authors of an
+// algorithm or a store as much as for Sluice's own tests: it depends only
+// on Sluice's core (sluice, ext and the in-process memstore) and the
+// standard library.
 //
-// Real-Redis tests call [RequireRedisServer] (directly or through
-// [StartRedis] and [SharedRedis]). When redis-server is not on the PATH
-// they skip with a clear message, unless the environment sets
-// SLUICE_REQUIRE_REDIS=1 (CI does), in which case they fail: with that
-// variable set, no test of the suite can skip.
+//   - [RunConformance] holds an algorithm, described by an [Algorithm], to
+//     its contract on a [Tier] (a store and a way to look at what it
+//     stored): its hand-worked [Vector]s, random sequences checked against
+//     its Go twin on the in-process store ([MemTier]), batches decided as
+//     one by one, validation of bad input, and its state's keys and TTLs.
+//     Run it on every tier the algorithm or store is meant for: the same
+//     decisions are expected on each.
+//   - [Capabilities] and [OwnCapabilities] check that a limiter's optional
+//     interfaces are truthful; [AllowOnly], [RecordingLeaser] and
+//     [CountingStore] are fakes for decorator tests; [FakeClock] and
+//     [Epoch] move time.
 //
-// Multi-process tests start the test binary again as workers ([Main]
-// turns such a copy into a worker instead of running tests): [RunJob]
-// for any work a package registers with [RegisterJob], and [RunLoad], a
-// job of its own, for one algorithm on one key; [OpenStore] connects a
-// worker to real Redis.
+// Packages of their own hold what costs more: sluicetest/redistest starts
+// throwaway redis-server, Cluster and Sentinel processes and makes tiers on
+// them (go-redis and rueidis); sluicetest/scripttest fuzzes an algorithm's
+// Lua script against its Go twin on a redis-server; sluicetest/builtins
+// describes Sluice's own algorithms and decorators for its tests.
 package sluicetest

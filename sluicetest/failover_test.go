@@ -18,6 +18,8 @@ import (
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
@@ -107,7 +109,7 @@ func underFailover(t *testing.T, l sluice.Limiter, key string, limit sluice.Limi
 }
 
 // keyOn returns a Sluice key whose slot the cluster's primary node serves.
-func keyOn(cluster *sluicetest.RedisCluster, node *sluicetest.RedisServer, prefix string) string {
+func keyOn(cluster *redistest.RedisCluster, node *redistest.RedisServer, prefix string) string {
 	for i := 0; ; i++ {
 		key := sluice.Key(fmt.Sprintf("%s-%d", prefix, i))
 		if cluster.NodeForSlot(ext.HashSlot(key)) == node {
@@ -152,7 +154,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	for _, client := range clients {
 		t.Run(client.name, func(t *testing.T) {
-			cluster := sluicetest.StartReplicatedCluster(t, 3)
+			cluster := redistest.StartReplicatedCluster(t, 3)
 			l, err := tokenbucket.New(client.newStore(t, cluster.Addrs()))
 			require.NoError(t, err)
 			primary, replica := cluster.Nodes[0], cluster.Replicas[0]
@@ -169,14 +171,14 @@ func TestClusterFailover(t *testing.T) {
 
 // allowedCalls returns the run's allowed calls as sluicetest.Calls, sorted
 // by start.
-func (r *failoverRun) allowedCalls() []sluicetest.Call {
-	var out []sluicetest.Call
+func (r *failoverRun) allowedCalls() []builtins.Call {
+	var out []builtins.Call
 	for _, c := range r.calls {
 		if c.err == nil && c.allowed {
-			out = append(out, sluicetest.Call{Start: c.start.UnixNano(), End: c.end.UnixNano(), Allowed: true})
+			out = append(out, builtins.Call{Start: c.start.UnixNano(), End: c.end.UnixNano(), Allowed: true})
 		}
 	}
-	slices.SortFunc(out, func(a, b sluicetest.Call) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortFunc(out, func(a, b builtins.Call) int { return cmp.Compare(a.Start, b.Start) })
 	return out
 }
 
@@ -208,7 +210,7 @@ func TestSentinelFailover(t *testing.T) {
 	}{
 		{"go-redis", time.Second + 200*time.Millisecond + 300*time.Millisecond, func(t *testing.T, sentinels []string) sluice.Store {
 			c := redis.NewFailoverClient(&redis.FailoverOptions{
-				MasterName: sluicetest.SentinelMaster, SentinelAddrs: sentinels,
+				MasterName: redistest.SentinelMaster, SentinelAddrs: sentinels,
 				MaxRetries: -1, ContextTimeoutEnabled: true,
 				DialTimeout: 200 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond,
 			})
@@ -217,7 +219,7 @@ func TestSentinelFailover(t *testing.T) {
 		}},
 		{"rueidis", time.Second, func(t *testing.T, sentinels []string) sluice.Store {
 			c, err := rueidis.NewClient(rueidis.ClientOption{
-				InitAddress: sentinels, Sentinel: rueidis.SentinelOption{MasterSet: sluicetest.SentinelMaster},
+				InitAddress: sentinels, Sentinel: rueidis.SentinelOption{MasterSet: redistest.SentinelMaster},
 				DisableCache: true, ConnWriteTimeout: 50 * time.Millisecond,
 			})
 			require.NoError(t, err)
@@ -228,7 +230,7 @@ func TestSentinelFailover(t *testing.T) {
 	limit := sluice.Limit{Rate: 200, Period: time.Second, Burst: 1000}
 	for _, client := range clients {
 		t.Run(client.name, func(t *testing.T) {
-			group := sluicetest.StartSentinelGroup(t)
+			group := redistest.StartSentinelGroup(t)
 			l, err := tokenbucket.New(client.newStore(t, group.SentinelAddrs()))
 			require.NoError(t, err)
 			key := sluice.Key(sluicetest.UniqueKey(t))
@@ -236,8 +238,8 @@ func TestSentinelFailover(t *testing.T) {
 			run := underFailover(t, l, key, limit, group.Primary.Kill, announced, 2500*time.Millisecond)
 			recovery, failed := run.recovery()
 			allowed := run.allowedCalls()
-			excess, at := sluicetest.BucketExcess(allowed, limit, 10*time.Millisecond, 100*time.Millisecond,
-				500*time.Millisecond, time.Second, 2*time.Second, 4*time.Second, sluicetest.Span(allowed)+time.Millisecond)
+			excess, at := builtins.BucketExcess(allowed, limit, 10*time.Millisecond, 100*time.Millisecond,
+				500*time.Millisecond, time.Second, 2*time.Second, 4*time.Second, builtins.Span(allowed)+time.Millisecond)
 			t.Logf("every sentinel named the replica %s after the kill; %d calls, %d failed, the last failure ended %s after that; "+
 				"%d allowed, worst window %+.1f over the bucket bound (at %s)",
 				run.promoted.Sub(run.killed).Round(time.Millisecond), len(run.calls), failed, recovery.Round(time.Millisecond),
@@ -259,8 +261,8 @@ func TestSentinelFailover(t *testing.T) {
 // failover can lose to about max-lag's worth.
 func TestMinReplicasToWriteStopsAnIsolatedPrimary(t *testing.T) {
 	args := []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"}
-	primary := sluicetest.StartRedis(t, args...)
-	replica := sluicetest.StartReplica(t, primary, args...)
+	primary := redistest.StartRedis(t, args...)
+	replica := redistest.StartReplica(t, primary, args...)
 	client := redis.NewClient(&redis.Options{Addr: primary.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
 	store, err := tokenbucket.New(goredisstore.New(client))

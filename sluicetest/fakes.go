@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/ext"
 )
@@ -199,13 +197,13 @@ func (r recordingForwarded) Capacity(key string, limit sluice.Limit) (int64, err
 func (f *RecordingLeaser) RequireLeaseForwarded(t testing.TB, l ext.Leaser, req ext.LeaseRequest, unspent int64) {
 	t.Helper()
 	g, err := l.Lease(t.Context(), req)
-	require.NoError(t, err)
-	require.Equal(t, f.Grant, g)
+	noError(t, err)
+	equal(t, f.Grant, g)
 	d, err := l.Release(t.Context(), req.Key, req.Limit, req.Holder, unspent)
-	require.NoError(t, err)
-	require.Equal(t, f.Freed, d)
-	require.Equal(t, []ext.LeaseRequest{req}, f.Leases())
-	require.Equal(t, []ReleaseCall{{Key: req.Key, Limit: req.Limit, Holder: req.Holder, Unspent: unspent}}, f.Releases())
+	noError(t, err)
+	equal(t, f.Freed, d)
+	equal(t, []ext.LeaseRequest{req}, f.Leases())
+	equal(t, []ReleaseCall{{Key: req.Key, Limit: req.Limit, Holder: req.Holder, Unspent: unspent}}, f.Releases())
 }
 
 var _ interface {
@@ -239,9 +237,9 @@ func Capabilities(t testing.TB, l sluice.Limiter) []string {
 	var served []string
 	check := func(name string, asOK, typeOK bool, call func() error) {
 		t.Helper()
-		require.False(t, typeOK && !asOK, "%T implements %s, which sluice.As denies", l, name)
+		isFalse(t, typeOK && !asOK, "%T implements %s, which sluice.As denies", l, name)
 		if asOK {
-			require.NotErrorIs(t, call(), sluice.ErrUnsupported, "%T serves %s, which sluice.As found", l, name)
+			notErrorIs(t, call(), sluice.ErrUnsupported, "%T serves %s, which sluice.As found", l, name)
 			served = append(served, name)
 		}
 	}

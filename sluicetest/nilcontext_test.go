@@ -12,6 +12,8 @@ import (
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/multilimit"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
 // TestANilContextIsAnError: every method that takes a context returns
@@ -19,24 +21,24 @@ import (
 // decorator, and never panics; a store given one still serves the next
 // call (a nil context used to wedge a rueidis connection for good).
 func TestANilContextIsAnError(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
-	tiers := []sluicetest.Tier{sluicetest.MemTier(t), sluicetest.MiniredisTier(t),
-		sluicetest.GoRedisTier(t, server), sluicetest.RueidisTier(t, server)}
+	server := redistest.SharedRedis(t)
+	tiers := []sluicetest.Tier{sluicetest.MemTier(t), redistest.MiniredisTier(t),
+		redistest.GoRedisTier(t, server), redistest.RueidisTier(t, server)}
 	var nilCtx context.Context // what a caller passes by mistake
 	limit := sluice.PerSecond(10).WithBurst(20)
 	for _, tier := range tiers {
 		t.Run(tier.Name, func(t *testing.T) {
 			_, err := tier.Store.Run(nilCtx, tokenbucket.Script(), []string{"k"}, []int64{10, 1000000, 20, 1})
 			require.ErrorIs(t, err, sluice.ErrNilContext, "the store")
-			for _, alg := range sluicetest.Algorithms {
+			for _, alg := range builtins.Algorithms {
 				base, err := alg.New(tier.Store, nil)
 				require.NoError(t, err)
 				stacks := [][]string{{}}
-				for _, d := range sluicetest.Decorators {
+				for _, d := range builtins.Decorators {
 					stacks = append(stacks, []string{d.Name})
 				}
 				for _, stack := range stacks {
-					l, closeStack, err := sluicetest.Stack(base, stack...)
+					l, closeStack, err := builtins.Stack(base, stack...)
 					if err != nil {
 						continue // lease over a window algorithm: refused when built
 					}

@@ -13,7 +13,8 @@ import (
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/multilimit"
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 )
 
@@ -24,7 +25,7 @@ import (
 // through), batches, multi-limit checks and leases. The keys are left as
 // they were.
 func TestEveryScriptFailsCleanlyWhenRedisIsOutOfMemory(t *testing.T) {
-	server := sluicetest.StartRedis(t, "--maxmemory-policy", "noeviction")
+	server := redistest.StartRedis(t, "--maxmemory-policy", "noeviction")
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
 	store := goredisstore.New(client)
@@ -36,7 +37,7 @@ func TestEveryScriptFailsCleanlyWhenRedisIsOutOfMemory(t *testing.T) {
 		call func() error
 	}
 	var subjects []subject
-	for _, alg := range sluicetest.Algorithms {
+	for _, alg := range builtins.Algorithms {
 		l, err := alg.New(store, nil)
 		require.NoError(t, err)
 		key := sluice.Key("oom", alg.Name)

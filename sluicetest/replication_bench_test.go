@@ -8,7 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 )
 
@@ -18,8 +18,8 @@ import (
 // same connection, which returns once the replica has the write: a
 // decision a failover can no longer lose.
 func BenchmarkWaitForReplica(b *testing.B) {
-	primary := sluicetest.StartRedis(b)
-	sluicetest.StartReplica(b, primary)
+	primary := redistest.StartRedis(b)
+	redistest.StartReplica(b, primary)
 	client := redis.NewClient(&redis.Options{Addr: primary.Addr(), MaxRetries: -1})
 	b.Cleanup(func() { _ = client.Close() })
 	conn := client.Conn()

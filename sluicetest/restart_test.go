@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
@@ -80,7 +81,7 @@ func TestARestartCostsNoError(t *testing.T) {
 		t.Run(client.name, func(t *testing.T) {
 			for _, callers := range []int{1, 8} {
 				t.Run(fmt.Sprintf("restart/callers=%d", callers), func(t *testing.T) {
-					server := sluicetest.StartRedis(t)
+					server := redistest.StartRedis(t)
 					l, err := tokenbucket.New(client.newStore(t, server.Addr()))
 					require.NoError(t, err)
 					key := sluicetest.UniqueKey(t)
@@ -92,7 +93,7 @@ func TestARestartCostsNoError(t *testing.T) {
 			}
 			t.Run("idle connections closed by the server", func(t *testing.T) {
 				t.Parallel()
-				server := sluicetest.StartRedis(t, "--timeout", "1")
+				server := redistest.StartRedis(t, "--timeout", "1")
 				l, err := tokenbucket.New(client.newStore(t, server.Addr()))
 				require.NoError(t, err)
 				key := sluicetest.UniqueKey(t)
@@ -113,7 +114,7 @@ func TestARestartCostsNoError(t *testing.T) {
 func TestATimedOutCallIsNotSentTwice(t *testing.T) {
 	for _, client := range documentedClients {
 		t.Run(client.name, func(t *testing.T) {
-			server := sluicetest.StartRedis(t)
+			server := redistest.StartRedis(t)
 			store := client.newStore(t, server.Addr())
 			l, err := tokenbucket.New(store)
 			require.NoError(t, err)

@@ -12,6 +12,8 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/fixedwindow"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 )
 
@@ -20,15 +22,15 @@ import (
 // calls surely decided inside it admit at most Rate, and every full window
 // is used up.
 func TestConcurrentProcesses(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
+	server := redistest.SharedRedis(t)
 	limit := sluice.Limit{Rate: 100, Period: 250 * time.Millisecond, Burst: 1}
 	period := int64(limit.Period)
-	calls := sluicetest.RunLoad(t, sluicetest.Load{
+	calls := builtins.RunLoad(t, builtins.Load{
 		Algorithm: "fixedwindow", Backend: "go-redis", Addr: server.Addr(),
 		Key: sluice.Key(sluicetest.UniqueKey(t)), Limit: limit,
 		Processes: 4, Goroutines: 16, Duration: 2 * time.Second,
 	})
-	allowed := sluicetest.Allowed(calls)
+	allowed := builtins.Allowed(calls)
 	perWindow := map[int64]int{}
 	for _, c := range allowed {
 		if c.Start/period == c.End/period { // surely decided in this window
@@ -59,7 +61,7 @@ func TestConcurrentProcesses(t *testing.T) {
 // before a window ends and Rate just after it begins gets 2 × Rate through
 // in much less than one Period.
 func TestBoundaryBurst(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
+	server := redistest.SharedRedis(t)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1, PoolSize: 16})
 	t.Cleanup(func() { _ = client.Close() })
 	l, err := fixedwindow.New(goredisstore.New(client))
@@ -73,14 +75,14 @@ func TestBoundaryBurst(t *testing.T) {
 	if time.Until(boundary) < 300*time.Millisecond {
 		boundary = boundary.Add(limit.Period) // leave time to aim before it
 	}
-	burst := func() []sluicetest.Call {
-		calls := make([]sluicetest.Call, limit.Rate)
+	burst := func() []builtins.Call {
+		calls := make([]builtins.Call, limit.Rate)
 		var wg sync.WaitGroup
 		for i := range calls {
 			wg.Go(func() {
 				start := time.Now().UnixNano()
 				d, err := l.AllowN(t.Context(), key, limit, 1)
-				calls[i] = sluicetest.Call{Start: start, End: time.Now().UnixNano(), Allowed: err == nil && d.Allowed}
+				calls[i] = builtins.Call{Start: start, End: time.Now().UnixNano(), Allowed: err == nil && d.Allowed}
 			})
 		}
 		wg.Wait()
@@ -93,9 +95,9 @@ func TestBoundaryBurst(t *testing.T) {
 
 	all := append(before, after...)
 	sort.Slice(all, func(i, j int) bool { return all[i].Start < all[j].Start })
-	within := sluicetest.MaxSurelyWithin(sluicetest.Allowed(all), limit.Period/2)
+	within := builtins.MaxSurelyWithin(builtins.Allowed(all), limit.Period/2)
 	t.Logf("%d allowed before the boundary, %d after; %d surely within %s",
-		len(sluicetest.Allowed(before)), len(sluicetest.Allowed(after)), within, limit.Period/2)
+		len(builtins.Allowed(before)), len(builtins.Allowed(after)), within, limit.Period/2)
 	require.Equal(t, 2*int(limit.Rate), within, "2 × Rate within half a Period")
 }
 

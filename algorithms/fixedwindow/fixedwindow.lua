@@ -1,5 +1,5 @@
 -- Sluice fixed window, after the shared prelude
--- (internal/scriptlimit/prelude.lua), which has parsed and validated key,
+-- (ext/algorithm/prelude.lua), which has parsed and validated key,
 -- rate, period_us, burst, cost and now.
 --
 -- Windows of period_us microseconds are aligned to the Unix epoch; window

@@ -3,7 +3,7 @@ package fixedwindow_test
 import (
 	"testing"
 
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
 )
 
-func TestMain(m *testing.M) { sluicetest.Main(m) }
+func TestMain(m *testing.M) { builtins.Main(m) }

@@ -1,5 +1,5 @@
 -- Sluice GCRA (generic cell rate algorithm), after the shared prelude
--- (internal/scriptlimit/prelude.lua), which has parsed and validated key,
+-- (ext/algorithm/prelude.lua), which has parsed and validated key,
 -- rate, period_us, burst, cost and now.
 --
 -- State: KEYS[1] holds one integer, the theoretical arrival time ("tat",

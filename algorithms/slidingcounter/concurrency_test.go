@@ -8,6 +8,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
 // TestConcurrentProcesses: 4 processes × 16 goroutines on one key of a real
@@ -17,16 +19,16 @@ import (
 // weighted-estimate formula is what the conformance suite and the
 // differential fuzz test check, against the Go model of the formula.)
 func TestConcurrentProcesses(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
+	server := redistest.SharedRedis(t)
 	limit := sluice.Limit{Rate: 100, Period: 250 * time.Millisecond, Burst: 1}
-	calls := sluicetest.RunLoad(t, sluicetest.Load{
+	calls := builtins.RunLoad(t, builtins.Load{
 		Algorithm: "slidingcounter", Backend: "go-redis", Addr: server.Addr(),
 		Key: sluice.Key(sluicetest.UniqueKey(t)), Limit: limit,
 		Processes: 4, Goroutines: 16, Duration: 2 * time.Second,
 	})
-	allowed := sluicetest.Allowed(calls)
-	worst := sluicetest.MaxSurelyWithin(allowed, limit.Period)
-	span := sluicetest.Span(calls)
+	allowed := builtins.Allowed(calls)
+	worst := builtins.MaxSurelyWithin(allowed, limit.Period)
+	span := builtins.Span(calls)
 	ideal := float64(limit.Rate) * span.Seconds() / limit.Period.Seconds()
 	t.Logf("%d calls over %s, %d allowed (%.1f%% of Rate × T); at most %d within any %s",
 		len(calls), span, len(allowed), 100*float64(len(allowed))/ideal, worst, limit.Period)

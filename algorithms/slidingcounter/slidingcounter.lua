@@ -1,5 +1,5 @@
 -- Sluice sliding window counter, after the shared prelude
--- (internal/scriptlimit/prelude.lua), which has parsed and validated key,
+-- (ext/algorithm/prelude.lua), which has parsed and validated key,
 -- rate, period_us, burst, cost and now.
 --
 -- Windows of period_us are aligned to the Unix epoch. The estimate of what

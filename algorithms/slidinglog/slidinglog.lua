@@ -1,5 +1,5 @@
 -- Sluice sliding window log, after the shared prelude
--- (internal/scriptlimit/prelude.lua), which has parsed and validated key,
+-- (ext/algorithm/prelude.lua), which has parsed and validated key,
 -- rate, period_us, burst, cost and now.
 --
 -- State: KEYS[1] is a sorted set with one member per admitted cost unit,

@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 )
 
@@ -16,7 +17,7 @@ import (
 // type fails its own request only (ErrKeyConflict, nothing written for
 // it); the others are decided.
 func TestBatchKeyConflict(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
+	server := redistest.SharedRedis(t)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr()})
 	t.Cleanup(func() { _ = client.Close() })
 	l, err := tokenbucket.New(goredisstore.New(client))

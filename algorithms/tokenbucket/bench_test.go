@@ -17,14 +17,14 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
 
 // The benchmarks below back docs/benchmarks.md. Each starts its own
-// redis-server with sluicetest.StartRedis, never the shared one, so that
+// redis-server with redistest.StartRedis, never the shared one, so that
 // INFO figures are those of the benchmark alone.
 
 const (
@@ -62,7 +62,7 @@ func benchKeys(n int) []string {
 	return keys
 }
 
-func newGoRedis(tb testing.TB, server *sluicetest.RedisServer) *redis.Client {
+func newGoRedis(tb testing.TB, server *redistest.RedisServer) *redis.Client {
 	tb.Helper()
 	c := redis.NewClient(&redis.Options{
 		Addr:       server.Addr(),
@@ -73,7 +73,7 @@ func newGoRedis(tb testing.TB, server *sluicetest.RedisServer) *redis.Client {
 	return c
 }
 
-func newRueidis(tb testing.TB, server *sluicetest.RedisServer) rueidis.Client {
+func newRueidis(tb testing.TB, server *redistest.RedisServer) rueidis.Client {
 	tb.Helper()
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
 	if err != nil {
@@ -110,7 +110,7 @@ func warm(tb testing.TB, l *tokenbucket.Limiter, keys []string, limit sluice.Lim
 // to one hot key; keys=10000 cycles over 10,000 keys. The limit is so
 // large that every request is allowed (so every decision writes).
 func BenchmarkAllowN(b *testing.B) {
-	server := sluicetest.StartRedis(b)
+	server := redistest.StartRedis(b)
 	goClient := newGoRedis(b, server)
 	rueClient := newRueidis(b, server)
 	limiters := []struct {
@@ -190,7 +190,7 @@ func benchParallel(b *testing.B, l *tokenbucket.Limiter, keys []string) {
 // p50 to PING's ("p50-vs-ping") and the floor's p50 and ratio, which show
 // how much of the gap any script with a read and a write would have.
 func BenchmarkLatency(b *testing.B) {
-	server := sluicetest.StartRedis(b)
+	server := redistest.StartRedis(b)
 	goClient := newGoRedis(b, server)
 	rueClient := newRueidis(b, server)
 	clients := []struct {
@@ -296,8 +296,8 @@ var floorScript = sluice.NewScript(floorSource, nil)
 // in the warm-up, so every timed decision is a denial, which writes
 // nothing; the floor still writes).
 func BenchmarkServerCost(b *testing.B) {
-	bucketServer := sluicetest.StartRedis(b)
-	floorServer := sluicetest.StartRedis(b)
+	bucketServer := redistest.StartRedis(b)
+	floorServer := redistest.StartRedis(b)
 	bucketStore := goredisstore.New(newGoRedis(b, bucketServer))
 	floorStore := goredisstore.New(newGoRedis(b, floorServer))
 	bucket := newLimiter(b, bucketStore)
@@ -314,7 +314,7 @@ func BenchmarkServerCost(b *testing.B) {
 	for _, w := range workloads {
 		b.Run(w.name, func(b *testing.B) {
 			ctx := context.Background()
-			for _, s := range []*sluicetest.RedisServer{bucketServer, floorServer} {
+			for _, s := range []*redistest.RedisServer{bucketServer, floorServer} {
 				if _, err := s.Do("FLUSHALL"); err != nil {
 					b.Fatal(err)
 				}
@@ -328,7 +328,7 @@ func BenchmarkServerCost(b *testing.B) {
 					b.Fatalf("warm-up floor: %v", err)
 				}
 			}
-			for _, s := range []*sluicetest.RedisServer{bucketServer, floorServer} {
+			for _, s := range []*redistest.RedisServer{bucketServer, floorServer} {
 				if _, err := s.Do("CONFIG", "RESETSTAT"); err != nil {
 					b.Fatal(err)
 				}
@@ -366,7 +366,7 @@ type cmdStats struct {
 
 // evalshaStats reads cmdstat_evalsha from INFO commandstats and checks
 // that it counts exactly calls successful calls.
-func evalshaStats(tb testing.TB, s *sluicetest.RedisServer, calls int) cmdStats {
+func evalshaStats(tb testing.TB, s *redistest.RedisServer, calls int) cmdStats {
 	tb.Helper()
 	line, err := s.Info("commandstats", "cmdstat_evalsha")
 	if err != nil {
@@ -470,7 +470,7 @@ func storedKeys(keys []string) []string {
 // iteration flushes the server before every measurement; ns/op is
 // meaningless (it includes the settling sleeps).
 func BenchmarkMemoryPerKey(b *testing.B) {
-	server := sluicetest.StartRedis(b)
+	server := redistest.StartRedis(b)
 	client := newRueidis(b, server)
 	l := newLimiter(b, rueidisstore.New(client))
 	shapes := []memoryShape{
@@ -572,7 +572,7 @@ func storedValues(tb testing.TB, client rueidis.Client, keys []string) []string 
 // memoryGrowth flushes the server, creates n keys by calling create with
 // 0 … n-1 (from several goroutines), checks that DBSIZE is n and returns
 // the growth of settledUsedMemory (bytes, over all n keys).
-func memoryGrowth(tb testing.TB, server *sluicetest.RedisServer, n int, create func(ctx context.Context, i int) error) int64 {
+func memoryGrowth(tb testing.TB, server *redistest.RedisServer, n int, create func(ctx context.Context, i int) error) int64 {
 	tb.Helper()
 	if _, err := server.Do("FLUSHALL"); err != nil {
 		tb.Fatal(err)
@@ -611,8 +611,8 @@ func memoryGrowth(tb testing.TB, server *sluicetest.RedisServer, n int, create f
 }
 
 // settledUsedMemory is the server's settled used_memory, without the
-// connections' buffers (sluicetest.RedisServer.SettledUsedMemory).
-func settledUsedMemory(tb testing.TB, s *sluicetest.RedisServer) int64 {
+// connections' buffers (redistest.RedisServer.SettledUsedMemory).
+func settledUsedMemory(tb testing.TB, s *redistest.RedisServer) int64 {
 	tb.Helper()
 	n, err := s.SettledUsedMemory()
 	if err != nil {
@@ -623,7 +623,7 @@ func settledUsedMemory(tb testing.TB, s *sluicetest.RedisServer) int64 {
 
 // jemallocQuantum returns the "Quantum size" of MEMORY MALLOC-STATS, or 0
 // when the server does not use jemalloc.
-func jemallocQuantum(tb testing.TB, s *sluicetest.RedisServer) int {
+func jemallocQuantum(tb testing.TB, s *redistest.RedisServer) int {
 	tb.Helper()
 	out, err := s.Do("MEMORY", "MALLOC-STATS")
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
 // TestConcurrentProcesses: 4 OS processes × 16 goroutines hammer one key on
@@ -15,17 +17,17 @@ import (
 // at most Burst + Rate × T, T measured from the first call's start to the
 // last call's end over all processes, and at least 95% of it.
 func TestConcurrentProcesses(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
+	server := redistest.SharedRedis(t)
 	limit := sluice.Limit{Rate: 500, Period: time.Second, Burst: 100}
 	for _, backend := range []string{"go-redis", "rueidis"} {
 		t.Run(backend, func(t *testing.T) {
-			calls := sluicetest.RunLoad(t, sluicetest.Load{
+			calls := builtins.RunLoad(t, builtins.Load{
 				Algorithm: "tokenbucket", Backend: backend, Addr: server.Addr(),
 				Key: sluice.Key(sluicetest.UniqueKey(t)), Limit: limit,
 				Processes: 4, Goroutines: 16, Duration: 3 * time.Second,
 			})
-			allowed := len(sluicetest.Allowed(calls))
-			span := sluicetest.Span(calls)
+			allowed := len(builtins.Allowed(calls))
+			span := builtins.Span(calls)
 			bound := float64(limit.Burst) + float64(limit.Rate)*span.Seconds()/limit.Period.Seconds()
 			t.Logf("%s: %d calls over %s, %d allowed, bound %.1f (%.2f%%)", backend, len(calls), span, allowed, bound, 100*float64(allowed)/bound)
 			require.GreaterOrEqual(t, span, 3*time.Second)

@@ -3,11 +3,11 @@ package tokenbucket_test
 import (
 	"testing"
 
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
 )
 
 // FuzzScriptMatchesModel: the Lua script on a real redis-server against the
-// Go model (see sluicetest.FuzzScriptMatchesModel).
+// Go model (see builtins.FuzzScriptMatchesModel).
 //
 //	go test -run '^$' -fuzz FuzzScriptMatchesModel ./algorithms/tokenbucket/
-func FuzzScriptMatchesModel(f *testing.F) { sluicetest.FuzzScriptMatchesModel(f, "tokenbucket") }
+func FuzzScriptMatchesModel(f *testing.F) { builtins.FuzzScriptMatchesModel(f, "tokenbucket") }

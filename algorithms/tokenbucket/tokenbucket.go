@@ -130,8 +130,9 @@ func (l *Limiter) Release(ctx context.Context, key string, limit sluice.Limit, h
 	return l.core.Release(ctx, key, limit, holder, unspent)
 }
 
-// LeaseBatch runs many lease requests, each on a key of its own, in one
-// script call; the lease decorator sends its refills so.
+// LeaseBatch runs many lease requests, takes and releases alike, each on
+// a key of its own, in one script call; the lease decorator sends its
+// refills and its janitor's releases so.
 func (l *Limiter) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
 	return l.core.LeaseBatch(ctx, reqs)
 }

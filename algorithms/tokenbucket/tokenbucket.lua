@@ -1,5 +1,5 @@
 -- Sluice token bucket, after the shared prelude
--- (internal/scriptlimit/prelude.lua), which has parsed and validated key,
+-- (ext/algorithm/prelude.lua), which has parsed and validated key,
 -- rate, period_us, burst, cost and now.
 --
 -- The bucket holds up to `burst` tokens and refills one token every

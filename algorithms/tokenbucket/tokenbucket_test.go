@@ -9,10 +9,11 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
-func TestMain(m *testing.M) { sluicetest.Main(m) }
+func TestMain(m *testing.M) { builtins.Main(m) }
 
 func TestNewRejectsBadArguments(t *testing.T) {
 	_, err := tokenbucket.New(nil)

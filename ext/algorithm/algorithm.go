@@ -1,13 +1,18 @@
-// Package scriptlimit is the machinery every Sluice algorithm shares: the
-// Lua prelude that parses and validates the common arguments, its Go twin,
-// and a limiter that validates input, sends a decision script through a
-// [sluice.Store] and turns the reply into a [sluice.Decision].
+// Package algorithm declares a rate-limit algorithm from its Lua body and
+// its Go twin, and supplies the rest: the shared prelude that parses and
+// validates the common arguments before any write (and its Go twin,
+// [ParseArgs]), the batch script that decides many requests in one call
+// (so that coalesce and shard batch it), leasing where the state holds
+// reservations ([NewLeasing]), and the [Limiter] that validates input,
+// sends the scripts through a [sluice.Store] and turns replies into
+// Decisions. Every built-in algorithm is one [Spec] given to [Register].
 //
-// Each algorithm supplies a [Spec]: its script body, its key suffix, how it
-// reads a Limit (its capacity, any extra validation) and its reset script.
-//
-// Every decision script replies {allowed (0|1), remaining, retry_after_us,
-// reset_after_us}.
+// An algorithm supplies its script body, its key suffix, how it reads a
+// Limit (its capacity, any extra validation), its reset script, and the
+// twin of its body ([DecideFunc]); the twin runs in memstore, so the same
+// algorithm decides in process, on the embedded miniredis and on Redis.
+// Every decision script replies {allowed (0|1), remaining,
+// retry_after_us, reset_after_us}.
 package algorithm
 
 import (
@@ -162,7 +167,7 @@ var registry = map[string]*Spec{}
 // the same name panics, as that is a programming error.
 func Register(spec *Spec) *Spec {
 	if _, dup := registry[spec.Name]; dup {
-		panic("scriptlimit: algorithm " + spec.Name + " registered twice")
+		panic("algorithm: algorithm " + spec.Name + " registered twice")
 	}
 	spec.Script = NewScript(spec.Body, spec.Decide)
 	spec.BatchScript = newBatchScript(spec)

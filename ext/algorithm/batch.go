@@ -35,11 +35,11 @@ func newBatchScript(spec *Spec) *sluice.Script {
 func replaceMarker(source, marker, text string) string {
 	at := strings.Index(source, marker)
 	if at < 0 {
-		panic("scriptlimit: batch.lua has no " + marker + " line")
+		panic("algorithm: batch.lua has no " + marker + " line")
 	}
 	end := strings.Index(source[at:], "\n\n")
 	if end < 0 {
-		panic("scriptlimit: batch.lua's " + marker + " comment has no end")
+		panic("algorithm: batch.lua's " + marker + " comment has no end")
 	}
 	return source[:at] + text + source[at+end+1:]
 }

@@ -310,6 +310,9 @@ func (l *LeasingLimiter) Lease(ctx context.Context, req ext.LeaseRequest) (ext.G
 	if ctx == nil {
 		return ext.Grant{}, sluice.ErrNilContext
 	}
+	if req.Release {
+		return ext.Grant{}, fmt.Errorf("%s: %w: a release goes to Release or LeaseBatch, not Lease", l.spec.Name, sluice.ErrInvalidCost)
+	}
 	if err := l.checkLease(req); err != nil {
 		return ext.Grant{}, err
 	}
@@ -320,11 +323,12 @@ func (l *LeasingLimiter) Lease(ctx context.Context, req ext.LeaseRequest) (ext.G
 	return l.parseGrant(reply, req)
 }
 
-// LeaseBatch runs up to [sluice.MaxBatch] lease requests, each on a key of
-// its own, in one script call at one instant; the lease decorator sends
-// its refills so. A bad request fails the whole call before anything is
-// sent ([sluice.RequestError]). On Redis Cluster all the keys must share a
-// slot; the caller groups them.
+// LeaseBatch runs up to [sluice.MaxBatch] lease requests, takes and
+// releases alike, each on a key of its own, in one script call at one
+// instant, and answers each as Lease or Release would; the lease decorator
+// sends its refills and its janitor's releases so. A bad request fails the
+// whole call before anything is sent ([sluice.RequestError]). On Redis
+// Cluster all the keys must share a slot; the caller groups them.
 func (l *LeasingLimiter) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
@@ -345,7 +349,11 @@ func (l *LeasingLimiter) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest
 		seen[r.Key] = true
 		stateKey := r.Key + l.spec.KeySuffix
 		keys = append(keys, stateKey, LedgerKey(stateKey))
-		args = append(args, r.Limit.Rate, r.Limit.PeriodMicros(), r.Limit.Burst, r.Cost, leaseTake, r.Extra, r.Held, r.Hold.Microseconds(), r.Holder)
+		if r.Release {
+			args = append(args, r.Limit.Rate, r.Limit.PeriodMicros(), r.Limit.Burst, r.Unspent, leaseRelease, 0, 0, releaseHoldUs, r.Holder)
+		} else {
+			args = append(args, r.Limit.Rate, r.Limit.PeriodMicros(), r.Limit.Burst, r.Cost, leaseTake, r.Extra, r.Held, r.Hold.Microseconds(), r.Holder)
+		}
 	}
 	args, err := l.appendNow(args)
 	if err != nil {
@@ -365,12 +373,17 @@ func (l *LeasingLimiter) LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest
 			results[i].Err = fmt.Errorf("request %d: %w", i, l.batchError(one[1]))
 			continue
 		}
-		results[i].Grant, results[i].Err = l.parseGrant(one, r)
+		if r.Release {
+			results[i].Decision, results[i].Err = l.parseRelease(one, r.Limit)
+		} else {
+			results[i].Grant, results[i].Err = l.parseGrant(one, r)
+		}
 	}
 	return results, nil
 }
 
-// checkLease validates a lease request as Lease does.
+// checkLease validates a lease request as Lease does, or a release as
+// Release does.
 func (l *Limiter) checkLease(req ext.LeaseRequest) error {
 	if !l.spec.Leases {
 		return fmt.Errorf("%s: %w: the algorithm cannot lease", l.spec.Name, sluice.ErrUnsupported)
@@ -378,8 +391,10 @@ func (l *Limiter) checkLease(req ext.LeaseRequest) error {
 	if err := l.check(req.Key, req.Limit); err != nil {
 		return err
 	}
-	if err := l.validateCost(req.Limit, req.Cost); err != nil {
-		return err
+	if !req.Release {
+		if err := l.validateCost(req.Limit, req.Cost); err != nil {
+			return err
+		}
 	}
 	if err := req.CheckLeaseFields(); err != nil {
 		return fmt.Errorf("%s: %w", l.spec.Name, err)
@@ -406,22 +421,23 @@ func (l *LeasingLimiter) Release(ctx context.Context, key string, limit sluice.L
 	if ctx == nil {
 		return sluice.Decision{}, sluice.ErrNilContext
 	}
-	if !l.spec.Leases {
-		return sluice.Decision{}, fmt.Errorf("%s: %w: the algorithm cannot lease", l.spec.Name, sluice.ErrUnsupported)
-	}
-	if err := l.check(key, limit); err != nil {
+	if err := l.checkLease(ext.LeaseRequest{Key: key, Limit: limit, Holder: holder, Release: true, Unspent: unspent}); err != nil {
 		return sluice.Decision{}, err
 	}
-	if holder < 1 {
-		return sluice.Decision{}, fmt.Errorf("%s: %w: a lease holder must be positive, got %d", l.spec.Name, sluice.ErrInvalidCost, holder)
-	}
-	if unspent < 0 || unspent > maxRateBurst {
-		return sluice.Decision{}, fmt.Errorf("%s: %w: unspent tokens must be 0 to 1e12, got %d", l.spec.Name, sluice.ErrInvalidCost, unspent)
-	}
-	reply, err := l.runLease(ctx, key, limit, unspent, leaseRelease, 0, 0, 1000, holder)
+	reply, err := l.runLease(ctx, key, limit, unspent, leaseRelease, 0, 0, releaseHoldUs, holder)
 	if err != nil {
 		return sluice.Decision{}, err
 	}
+	return l.parseRelease(reply, limit)
+}
+
+// releaseHoldUs is the hold_us a release sends: the script checks it for
+// every operation, and a release does not use it.
+const releaseHoldUs = 1000
+
+// parseRelease turns a release's reply into its Decision, checking its
+// shape: allowed, nothing granted or reserved.
+func (l *Limiter) parseRelease(reply []int64, limit sluice.Limit) (sluice.Decision, error) {
 	d, err := l.parseReply(reply[:4], limit)
 	if err != nil {
 		return sluice.Decision{}, err

@@ -1,4 +1,5 @@
--- Many lease operations (lease.lua) in one script, at one instant: KEYS
+-- Many lease operations (lease.lua), takes and releases alike, in one
+-- script, at one instant: KEYS
 -- holds a state key and a ledger key per operation (on Redis Cluster, all
 -- in one slot), ARGV 9 arguments per operation and then the optional
 -- now_us. A key may appear in one operation only.

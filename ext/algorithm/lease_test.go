@@ -16,9 +16,11 @@ import (
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/ext/algorithm"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
-func TestMain(m *testing.M) { sluicetest.Main(m) }
+func TestMain(m *testing.M) { builtins.Main(m) }
 
 // leaser is a bucket algorithm's limiter: it decides and leases.
 type leaser interface {
@@ -37,7 +39,7 @@ func newLeasers(t *testing.T, store sluice.Store, clock sluice.Clock) map[string
 // tiers are the stores a lease script runs on: the Go twin, miniredis's
 // Lua and a real redis-server's.
 func tiers(t *testing.T) []sluicetest.Tier {
-	return []sluicetest.Tier{sluicetest.MemTier(t), sluicetest.MiniredisTier(t), sluicetest.GoRedisTier(t, sluicetest.SharedRedis(t))}
+	return []sluicetest.Tier{sluicetest.MemTier(t), redistest.MiniredisTier(t), redistest.GoRedisTier(t, redistest.SharedRedis(t))}
 }
 
 const hold = time.Second
@@ -206,7 +208,7 @@ func FuzzLeaseScriptMatchesModel(f *testing.F) {
 	f.Add([]byte{1, 5, 255, 255, 255, 0, 0, 0, 2, 0, 1, 2, 3, 4, 5, 6, 3, 9, 128, 0, 0, 0, 0, 0})
 	f.Add([]byte{2, 200, 1, 0, 0, 0, 9, 2, 2, 7, 1, 0, 0, 0, 9, 6, 2, 1, 1, 0, 0, 0, 9, 4})
 	f.Add([]byte("a longer seed that mixes leases, releases and time steps of all kinds!!"))
-	real := sluicetest.SharedRedis(f)
+	real := redistest.SharedRedis(f)
 	limits := []sluice.Limit{
 		leaseLimit,
 		{Rate: 10, Period: time.Second, Burst: 50},
@@ -215,7 +217,7 @@ func FuzzLeaseScriptMatchesModel(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-		stores := []sluicetest.Tier{sluicetest.MemTier(t), sluicetest.MiniredisTier(t), sluicetest.GoRedisTier(t, real)}
+		stores := []sluicetest.Tier{sluicetest.MemTier(t), redistest.MiniredisTier(t), redistest.GoRedisTier(t, real)}
 		key := sluice.Key(sluicetest.UniqueKey(t))
 		for _, name := range []string{"tokenbucket", "gcra"} {
 			var ls []leaser
@@ -265,18 +267,19 @@ type batchLeaser interface {
 	LeaseBatch(ctx context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error)
 }
 
-// FuzzLeaseBatchMatchesSingles: a batch of lease requests on distinct keys
-// answers each exactly as the request alone would at the same instant, on
-// the Go twin, miniredis and a real redis-server, and a bad request fails
-// the whole batch before anything is sent.
+// FuzzLeaseBatchMatchesSingles: a batch of lease requests on distinct keys,
+// takes and releases mixed, answers each exactly as the request alone
+// (Lease, or Release) would at the same instant, on the Go twin, miniredis
+// and a real redis-server, and a bad request fails the whole batch before
+// anything is sent.
 func FuzzLeaseBatchMatchesSingles(f *testing.F) {
 	f.Add([]byte{3, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add([]byte("batches of leases, refills and peeks over a few keys at once"))
-	real := sluicetest.SharedRedis(f)
+	real := redistest.SharedRedis(f)
 	limit := sluice.Limit{Rate: 10, Period: time.Second, Burst: 30}
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-		for _, tier := range []sluicetest.Tier{sluicetest.MemTier(t), sluicetest.MiniredisTier(t), sluicetest.GoRedisTier(t, real)} {
+		for _, tier := range []sluicetest.Tier{sluicetest.MemTier(t), redistest.MiniredisTier(t), redistest.GoRedisTier(t, real)} {
 			l := newLeasers(t, tier.Store, clock)["tokenbucket"].(batchLeaser)
 			base := sluicetest.UniqueKey(t)
 			for i := 0; i+4 <= len(ops) && i < 4*40; i += 4 {
@@ -286,6 +289,9 @@ func FuzzLeaseBatchMatchesSingles(f *testing.F) {
 				for j := range n {
 					r := ext.LeaseRequest{Limit: limit, Holder: 1 + int64(ops[i+2]>>j&1),
 						Cost: int64(ops[i+3]>>j) % 4, Extra: int64(ops[i+2]+byte(j)) % 12, Held: int64(j % 3), Hold: 200 * time.Millisecond}
+					if (ops[i+2]+ops[i+3]+byte(j))%3 == 0 {
+						r = ext.LeaseRequest{Limit: limit, Holder: r.Holder, Release: true, Unspent: int64(ops[i+3]+byte(j)) % 40}
+					}
 					r.Key = sluice.Key(base, "b", fmt.Sprint(j))
 					batch = append(batch, r)
 					r.Key = sluice.Key(base, "s", fmt.Sprint(j))
@@ -294,7 +300,7 @@ func FuzzLeaseBatchMatchesSingles(f *testing.F) {
 				got, err := l.LeaseBatch(t.Context(), batch)
 				require.NoError(t, err)
 				for j, r := range singles {
-					g, err := l.Lease(t.Context(), r)
+					g, err := single(t.Context(), l, r)
 					require.Equal(t, err == nil, got[j].Err == nil, "%s op %d request %d: %v / %v", tier.Name, i/4, j, err, got[j].Err)
 					require.Equal(t, g, got[j].Grant, "%s op %d request %d", tier.Name, i/4, j)
 				}
@@ -306,4 +312,120 @@ func FuzzLeaseBatchMatchesSingles(f *testing.F) {
 			require.Equal(t, 1, reqErr.Index)
 		}
 	})
+}
+
+// single runs r alone: a take by Lease, a release by Release (its Decision
+// as a Grant, as a batch answers it).
+func single(ctx context.Context, l leaser, r ext.LeaseRequest) (ext.Grant, error) {
+	if r.Release {
+		d, err := l.Release(ctx, r.Key, r.Limit, r.Holder, r.Unspent)
+		return ext.Grant{Decision: d}, err
+	}
+	return l.Lease(ctx, r)
+}
+
+// TestALeaseBatchMixesTakesAndReleases: a batch of takes and releases of
+// different keys decides each exactly as the single call (Lease or
+// Release) would at the same instant, leaves the same state behind, and
+// validates a release as Release does, on the Go twin and on miniredis
+// (store/embedded).
+func TestALeaseBatchMixesTakesAndReleases(t *testing.T) {
+	for _, tier := range []sluicetest.Tier{sluicetest.MemTier(t), redistest.MiniredisTier(t)} {
+		for _, name := range []string{"tokenbucket", "gcra"} {
+			t.Run(tier.Name+"/"+name, func(t *testing.T) {
+				clock := sluicetest.NewFakeClock(sluicetest.Epoch)
+				l := newLeasers(t, tier.Store, clock)[name].(batchLeaser)
+				ctx := t.Context()
+				base := sluicetest.UniqueKey(t)
+				keys := func(set string) []string {
+					var ks []string
+					for j := range 7 {
+						ks = append(ks, sluice.Key(base, set, fmt.Sprint(j)))
+					}
+					return ks
+				}
+				batchKeys, singleKeys := keys("b"), keys("s")
+				// The same history on both sets of keys: holder 1 leases
+				// from every key but the last, holder 2 from the first two.
+				for _, ks := range [][]string{batchKeys, singleKeys} {
+					for j, k := range ks[:6] {
+						_, err := l.Lease(ctx, ext.LeaseRequest{Key: k, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: int64(10 * (j + 1)), Hold: hold})
+						require.NoError(t, err)
+						if j < 2 {
+							_, err = l.Lease(ctx, ext.LeaseRequest{Key: k, Limit: leaseLimit, Holder: 2, Cost: 1, Extra: 15, Hold: hold})
+							require.NoError(t, err)
+						}
+					}
+				}
+				clock.Advance(300 * time.Millisecond)
+				reqs := []ext.LeaseRequest{
+					{Limit: leaseLimit, Holder: 1, Release: true, Unspent: 4},                     // gives back 4 of 10
+					{Limit: leaseLimit, Holder: 2, Cost: 2, Extra: 20, Held: 9, Hold: hold},       // a take beside holder 1's lease
+					{Limit: leaseLimit, Holder: 1, Release: true, Unspent: 1000},                  // gives back at most its 30
+					{Limit: leaseLimit, Holder: 1, Cost: 0, Hold: hold},                           // a peek
+					{Limit: leaseLimit, Holder: 3, Release: true, Unspent: 5},                     // holds nothing: gives back nothing
+					{Limit: leaseLimit, Holder: 1, Cost: 100, Held: 60, Hold: hold},               // denied
+					{Limit: leaseLimit, Holder: 1, Release: true, Unspent: 0, Cost: -7, Hold: -1}, // nothing leased; Cost and Hold unused
+				}
+				batch := make([]ext.LeaseRequest, len(reqs))
+				for j, r := range reqs {
+					batch[j] = r
+					batch[j].Key = batchKeys[j]
+				}
+				got, err := l.LeaseBatch(ctx, batch)
+				require.NoError(t, err)
+				require.Len(t, got, len(reqs))
+				for j, r := range reqs {
+					r.Key = singleKeys[j]
+					want, err := single(ctx, l, r)
+					require.NoError(t, err, "request %d", j)
+					require.NoError(t, got[j].Err, "request %d", j)
+					require.Equal(t, want, got[j].Grant, "request %d", j)
+					if r.Release {
+						require.True(t, got[j].Allowed, "request %d", j)
+						require.Zero(t, got[j].Extra)
+						require.Zero(t, got[j].Reserved)
+						require.Zero(t, got[j].Expires)
+					}
+				}
+				// The state left behind is the same: each key's next lease
+				// by either holder is answered alike.
+				clock.Advance(50 * time.Millisecond)
+				for j := range reqs {
+					for _, holder := range []int64{1, 2} {
+						r := ext.LeaseRequest{Limit: leaseLimit, Holder: holder, Cost: 1, Extra: 100, Hold: hold}
+						r.Key = batchKeys[j]
+						b, err := l.Lease(ctx, r)
+						require.NoError(t, err)
+						r.Key = singleKeys[j]
+						s, err := l.Lease(ctx, r)
+						require.NoError(t, err)
+						require.Equal(t, s, b, "key %d, holder %d", j, holder)
+					}
+				}
+
+				// A release is validated as Release validates it.
+				for name, r := range map[string]ext.LeaseRequest{
+					"holder 0":         {Key: batchKeys[0], Limit: leaseLimit, Holder: 0, Release: true},
+					"negative unspent": {Key: batchKeys[0], Limit: leaseLimit, Holder: 1, Release: true, Unspent: -1},
+					"huge unspent":     {Key: batchKeys[0], Limit: leaseLimit, Holder: 1, Release: true, Unspent: sluice.MaxBurst + 1},
+					"empty key":        {Limit: leaseLimit, Holder: 1, Release: true},
+					"bad limit":        {Key: batchKeys[0], Holder: 1, Release: true},
+				} {
+					_, err := l.LeaseBatch(ctx, []ext.LeaseRequest{{Key: batchKeys[1], Limit: leaseLimit, Holder: 1, Hold: hold}, r})
+					var reqErr *sluice.RequestError
+					require.ErrorAs(t, err, &reqErr, name)
+					require.Equal(t, 1, reqErr.Index, name)
+					_, single := l.Release(ctx, r.Key, r.Limit, r.Holder, r.Unspent)
+					require.Error(t, single, name)
+					require.Equal(t, errors.Is(single, sluice.ErrInvalidCost), errors.Is(err, sluice.ErrInvalidCost), name)
+					require.Equal(t, errors.Is(single, sluice.ErrInvalidKey), errors.Is(err, sluice.ErrInvalidKey), name)
+					require.Equal(t, errors.Is(single, sluice.ErrInvalidLimit), errors.Is(err, sluice.ErrInvalidLimit), name)
+				}
+				// Lease takes only.
+				_, err = l.Lease(ctx, ext.LeaseRequest{Key: batchKeys[0], Limit: leaseLimit, Holder: 1, Release: true, Hold: hold})
+				require.ErrorIs(t, err, sluice.ErrInvalidCost)
+			})
+		}
+	}
 }

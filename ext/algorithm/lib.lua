@@ -1,5 +1,5 @@
 -- Sluice's shared Lua helpers, placed at the top of every script (decision,
--- batch and multi-limit) by scriptlimit.Lib, so that they exist once.
+-- batch and multi-limit) by algorithm.Lib, so that they exist once.
 
 local MAX_NOW_US = 4102444800000000 -- 2100-01-01 in Unix microseconds
 local MAX_FILL_US = 316224000000000 -- the longest time to refill a state

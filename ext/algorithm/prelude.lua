@@ -14,7 +14,7 @@
 -- Errors: SLUICE_INVALID_KEY, SLUICE_INVALID_LIMIT, SLUICE_INVALID_COST.
 -- Numbers are never turned into strings with tostring or '..' (14
 -- significant digits); use string.format('%d', x). Keep in step with
--- scriptlimit.go (ParseArgs).
+-- algorithm.go (ParseArgs).
 
 local key = KEYS[1]
 if #KEYS ~= 1 or key == '' then

@@ -1,9 +1,9 @@
 // Package batching sends decisions (to a [sluice.BatchLimiter]) and lease
-// requests (to a bucket algorithm's LeaseBatch) in as few batches as the
-// store takes, and gives every request its own answer. The decorators that
-// batch (coalesce and shard, for decisions; lease, for its refills) share
-// it, so that all treat a bad request, a failed batch and a Redis Cluster
-// the same way.
+// requests, takes and releases (to a bucket algorithm's LeaseBatch), in as
+// few batches as the store takes, and gives every request its own answer.
+// The decorators that batch (coalesce and shard, for decisions; lease, for
+// its refills and releases) share it, so that all treat a bad request, a
+// failed batch and a Redis Cluster the same way.
 //
 // A batch is refused before anything is decided when one request is
 // invalid ([sluice.RequestError]) or when its keys span Cluster slots
@@ -63,10 +63,15 @@ func NewSender(next sluice.Limiter, batch sluice.BatchLimiter, byTag bool) *Send
 }
 
 // NewLeaseSender returns a LeaseSender to next, whose batches go to
-// batch, as NewSender's.
+// batch, as NewSender's. A request sent alone goes to next's Lease, or a
+// release ([ext.LeaseRequest.Release]) to its Release.
 func NewLeaseSender(next ext.Leaser, batch ext.LeaseBatcher, byTag bool) *LeaseSender {
 	s := &LeaseSender{
 		one: func(ctx context.Context, r ext.LeaseRequest) ext.LeaseResult {
+			if r.Release {
+				d, err := next.Release(ctx, r.Key, r.Limit, r.Holder, r.Unspent)
+				return ext.LeaseResult{Grant: ext.Grant{Decision: d}, Err: err}
+			}
 			g, err := next.Lease(ctx, r)
 			return ext.LeaseResult{Grant: g, Err: err}
 		},

@@ -235,3 +235,58 @@ func newSender[L interface {
 }](l L, byTag bool) *batching.Sender {
 	return batching.NewSender(l, l, byTag)
 }
+
+// leaseFake records which of Lease, Release and LeaseBatch each request
+// reached.
+type leaseFake struct {
+	mu                      sync.Mutex
+	leases, releases, batch []string
+}
+
+func (f *leaseFake) Lease(_ context.Context, r ext.LeaseRequest) (ext.Grant, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leases = append(f.leases, r.Key)
+	return ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: r.Limit}, Extra: r.Extra}, nil
+}
+
+func (f *leaseFake) Release(_ context.Context, key string, limit sluice.Limit, _, unspent int64) (sluice.Decision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.releases = append(f.releases, key)
+	return sluice.Decision{Allowed: true, Limit: limit, Remaining: unspent}, nil
+}
+
+func (f *leaseFake) LeaseBatch(_ context.Context, reqs []ext.LeaseRequest) ([]ext.LeaseResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]ext.LeaseResult, len(reqs))
+	for i, r := range reqs {
+		f.batch = append(f.batch, r.Key)
+		out[i].Decision = sluice.Decision{Allowed: true, Limit: r.Limit, Remaining: r.Unspent}
+	}
+	return out, nil
+}
+
+// TestAReleaseAloneGoesByRelease: a lease request sent alone goes to
+// Lease, a release alone to Release (its Decision as the Grant), and
+// several go as one LeaseBatch.
+func TestAReleaseAloneGoesByRelease(t *testing.T) {
+	f := &leaseFake{}
+	s := batching.NewLeaseSender(f, f, true) // by tag: keys without one go alone
+	limit := sluice.PerSecond(100)
+	reqs := []ext.LeaseRequest{
+		{Key: "take", Limit: limit, Holder: 1, Cost: 1, Extra: 3, Hold: time.Second},
+		{Key: "release", Limit: limit, Holder: 1, Release: true, Unspent: 7},
+		{Key: "{t}a", Limit: limit, Holder: 1, Release: true, Unspent: 2},
+		{Key: "{t}b", Limit: limit, Holder: 1, Cost: 1, Hold: time.Second},
+	}
+	results := make([]ext.LeaseResult, len(reqs))
+	s.Decide(context.Background(), reqs, results)
+	require.Equal(t, []string{"take"}, f.leases)
+	require.Equal(t, []string{"release"}, f.releases)
+	require.Equal(t, []string{"{t}a", "{t}b"}, f.batch)
+	require.Equal(t, ext.LeaseResult{Grant: ext.Grant{Decision: sluice.Decision{Allowed: true, Limit: limit, Remaining: 7}}}, results[1])
+	require.EqualValues(t, 3, results[0].Extra)
+	require.EqualValues(t, 2, results[2].Remaining)
+}

@@ -1,7 +1,7 @@
 // Package redisproc starts a throwaway redis-server on a free loopback
 // port, for the commands' --redis auto (sluice bench, sluice serve): no
 // persistence, a temporary directory, stopped and removed by Stop.
-// Tests use sluicetest.StartRedis instead, which ties the server to a
+// Tests use redistest.StartRedis instead, which ties the server to a
 // testing.TB.
 package redisproc
 

@@ -11,11 +11,12 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/ext"
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 )
 
-func TestMain(m *testing.M) { sluicetest.Main(m) }
+func TestMain(m *testing.M) { builtins.Main(m) }
 
 // The store accepts every go-redis client kind.
 var (
@@ -24,20 +25,20 @@ var (
 	_ redis.Scripter = (*redis.Ring)(nil)
 )
 
-func newClient(t *testing.T, server *sluicetest.RedisServer) *redis.Client {
+func newClient(t *testing.T, server *redistest.RedisServer) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
 func TestScriptCacheLoss(t *testing.T) {
-	sluicetest.RunScriptCacheLoss(t, func(t *testing.T, server *sluicetest.RedisServer) sluice.Store {
+	builtins.RunScriptCacheLoss(t, func(t *testing.T, server *redistest.RedisServer) sluice.Store {
 		return goredisstore.New(newClient(t, server))
 	})
 }
 
 func TestLoadPreloadsScripts(t *testing.T) {
-	server := sluicetest.StartRedis(t)
+	server := redistest.StartRedis(t)
 	c := newClient(t, server)
 	s := goredisstore.New(c)
 	require.NoError(t, s.Load(t.Context(), tokenbucket.Script()))
@@ -59,7 +60,7 @@ func TestLoadPreloadsScripts(t *testing.T) {
 // the store returns it as an ext.ServerError, which wraps
 // sluice.ErrCrossSlot so that callers can split the call.
 func TestClusterCrossSlot(t *testing.T) {
-	cluster := sluicetest.SharedCluster(t)
+	cluster := redistest.SharedCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	s := goredisstore.New(c)
@@ -72,8 +73,8 @@ func TestClusterCrossSlot(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
-	sluicetest.RunStoreErrors(t, server, goredisstore.New(newClient(t, server)))
+	server := redistest.SharedRedis(t)
+	builtins.RunStoreErrors(t, server, goredisstore.New(newClient(t, server)))
 	t.Run("nil client", func(t *testing.T) {
 		_, err := goredisstore.New(nil).Run(t.Context(), tokenbucket.Script(), []string{"k"}, []int64{1, 1000000, 1, 1})
 		require.Error(t, err)

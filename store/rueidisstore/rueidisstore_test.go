@@ -8,13 +8,14 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
 
-func TestMain(m *testing.M) { sluicetest.Main(m) }
+func TestMain(m *testing.M) { builtins.Main(m) }
 
-func newClient(t *testing.T, server *sluicetest.RedisServer) rueidis.Client {
+func newClient(t *testing.T, server *redistest.RedisServer) rueidis.Client {
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
@@ -22,13 +23,13 @@ func newClient(t *testing.T, server *sluicetest.RedisServer) rueidis.Client {
 }
 
 func TestScriptCacheLoss(t *testing.T) {
-	sluicetest.RunScriptCacheLoss(t, func(t *testing.T, server *sluicetest.RedisServer) sluice.Store {
+	builtins.RunScriptCacheLoss(t, func(t *testing.T, server *redistest.RedisServer) sluice.Store {
 		return rueidisstore.New(newClient(t, server))
 	})
 }
 
 func TestLoadPreloadsScripts(t *testing.T) {
-	server := sluicetest.StartRedis(t)
+	server := redistest.StartRedis(t)
 	c := newClient(t, server)
 	s := rueidisstore.New(c)
 	require.NoError(t, s.Load(t.Context(), tokenbucket.Script()))
@@ -47,7 +48,7 @@ func TestLoadPreloadsScripts(t *testing.T) {
 }
 
 func TestClusterCrossSlot(t *testing.T) {
-	cluster := sluicetest.SharedCluster(t)
+	cluster := redistest.SharedCluster(t)
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cluster.Addrs(), DisableCache: true})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
@@ -61,8 +62,8 @@ func TestClusterCrossSlot(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	server := sluicetest.SharedRedis(t)
-	sluicetest.RunStoreErrors(t, server, rueidisstore.New(newClient(t, server)))
+	server := redistest.SharedRedis(t)
+	builtins.RunStoreErrors(t, server, rueidisstore.New(newClient(t, server)))
 	t.Run("nil client", func(t *testing.T) {
 		_, err := rueidisstore.New(nil).Run(t.Context(), tokenbucket.Script(), []string{"k"}, []int64{1, 1000000, 1, 1})
 		require.Error(t, err)

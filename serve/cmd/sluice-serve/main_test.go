@@ -25,7 +25,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
-	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 )
 
@@ -153,7 +153,7 @@ func ask(p *proc, key, value string) (*rlsv3.RateLimitResponse, error) {
 // together at most Burst + Rate × T (the token bucket's bound; T from the
 // first call's start to the last one's end), and at least 80% of it.
 func TestServersSharingOneRedisKeepOneLimit(t *testing.T) {
-	server := sluicetest.StartRedis(t)
+	server := redistest.StartRedis(t)
 	config := "domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: 100, period: 1s, burst: 50}\n"
 	var procs []*proc
 	for range 3 {
@@ -197,7 +197,7 @@ func TestServersSharingOneRedisKeepOneLimit(t *testing.T) {
 // restart the store decides again (its answers carry the RateLimit field
 // again, which a fallback's do not).
 func TestKillingRedisFollowsThePolicy(t *testing.T) {
-	server := sluicetest.StartRedis(t)
+	server := redistest.StartRedis(t)
 	config := `domain: edge
 policies:
   - {name: open, match: [{key: user}], rate: 1000000, period: 1s, fallback: open, fallback_timeout: 50ms}
@@ -334,7 +334,7 @@ func TestReloadKeepsServing(t *testing.T) {
 // tokens a lease took and did not spend go back to the bucket in Redis,
 // and the process exits 0.
 func TestShutdownReturnsLeasedTokens(t *testing.T) {
-	server := sluicetest.StartRedis(t)
+	server := redistest.StartRedis(t)
 	p := start(t, "domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: 1, period: 1h, burst: 100, lease: 10}\n",
 		"--redis", server.URL())
 	resp, err := ask(p, "user", "u1")

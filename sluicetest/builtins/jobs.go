@@ -1,4 +1,4 @@
-package sluicetest
+package builtins
 
 import (
 	"bufio"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sluicetest
+package redistest
 
 import "os/exec"
 

@@ -1,4 +1,4 @@
-package sluicetest
+package redistest
 
 import (
 	"bufio"
@@ -346,14 +346,15 @@ var shared struct {
 
 // SharedRedis returns the redis-server shared by the tests of this test
 // binary, starting it on first use. The package's TestMain must call
-// [Main] so that it is stopped when the tests end. Tests that share it use
-// distinct keys (see [UniqueKey]) and must not flush, kill or reconfigure
-// it; tests that do start their own with [StartRedis].
+// [Main] (or builtins.Main, which calls it) so that it is stopped when
+// the tests end. Tests that share it use distinct keys (see
+// [github.com/sluicehq/sluice/sluicetest.UniqueKey]) and must not flush,
+// kill or reconfigure it; tests that do start their own with [StartRedis].
 func SharedRedis(tb testing.TB) *RedisServer {
 	tb.Helper()
 	path := RequireRedisServer(tb)
 	if !shared.mainRunning {
-		tb.Fatalf("sluicetest.SharedRedis needs the package's TestMain to call sluicetest.Main, which stops the server")
+		tb.Fatalf("redistest.SharedRedis needs the package's TestMain to call redistest.Main (or builtins.Main, which calls it), which stops the server")
 	}
 	shared.once.Do(func() {
 		dir, err := os.MkdirTemp("", "sluicetest-redis-")
@@ -370,14 +371,12 @@ func SharedRedis(tb testing.TB) *RedisServer {
 	return shared.server
 }
 
-// Main runs the tests of a package and then stops the shared redis-server,
-// if one was started. In a process started by [RunJob] (or [RunLoad]) it
-// runs the job instead. Call it from TestMain: func TestMain(m *testing.M) {
-// sluicetest.Main(m) }.
+// Main runs the tests of a package and then stops the shared redis-server
+// and the shared cluster, if they were started. Call it from TestMain:
+// func TestMain(m *testing.M) { redistest.Main(m) }. A package whose tests
+// also start jobs calls builtins.Main instead, which runs the job in a
+// job process and calls Main otherwise.
 func Main(m *testing.M) {
-	if name := os.Getenv(jobEnv); name != "" {
-		os.Exit(runJob(name)) // a job process started by RunJob
-	}
 	shared.mainRunning = true
 	code := m.Run()
 	if shared.server != nil {
@@ -395,10 +394,4 @@ func Main(m *testing.M) {
 		_ = os.RemoveAll(shared.dir)
 	}
 	os.Exit(code)
-}
-
-// UniqueKey returns a key prefix unique to tb, so that tests sharing one
-// server do not see each other's keys.
-func UniqueKey(tb testing.TB) string {
-	return fmt.Sprintf("t:%d:%s", time.Now().UnixNano(), tb.Name())
 }

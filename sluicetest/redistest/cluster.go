@@ -1,4 +1,4 @@
-package sluicetest
+package redistest
 
 import (
 	"fmt"
@@ -49,7 +49,7 @@ func SharedCluster(tb testing.TB) *RedisCluster {
 	tb.Helper()
 	path := RequireRedisServer(tb)
 	if !shared.mainRunning {
-		tb.Fatalf("sluicetest.SharedCluster needs the package's TestMain to call sluicetest.Main, which stops it")
+		tb.Fatalf("redistest.SharedCluster needs the package's TestMain to call redistest.Main (or builtins.Main, which calls it), which stops it")
 	}
 	shared.clusterOnce.Do(func() {
 		for range 3 {

@@ -1,4 +1,4 @@
-package sluicetest
+package builtins
 
 import (
 	"context"
@@ -13,15 +13,16 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
 // RunScriptCacheLoss checks that losing the server's script cache costs a
 // caller no error: SCRIPT FLUSH in a loop under concurrent load, and a
 // redis-server restart. newStore builds the store under test on a client
 // connected to server; the test owns server and may flush and restart it.
-func RunScriptCacheLoss(t *testing.T, newStore func(t *testing.T, server *RedisServer) sluice.Store) {
+func RunScriptCacheLoss(t *testing.T, newStore func(t *testing.T, server *redistest.RedisServer) sluice.Store) {
 	t.Run("SCRIPT FLUSH under load", func(t *testing.T) {
-		server := StartRedis(t)
+		server := redistest.StartRedis(t)
 		l, err := tokenbucket.New(newStore(t, server))
 		require.NoError(t, err)
 		limit := sluice.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000}
@@ -63,7 +64,7 @@ func RunScriptCacheLoss(t *testing.T, newStore func(t *testing.T, server *RedisS
 	})
 
 	t.Run("server restart", func(t *testing.T) {
-		server := StartRedis(t)
+		server := redistest.StartRedis(t)
 		l, err := tokenbucket.New(newStore(t, server))
 		require.NoError(t, err)
 		limit := sluice.PerSecond(1000)

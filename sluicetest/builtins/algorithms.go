@@ -1,6 +1,7 @@
-package sluicetest
+package builtins
 
 import (
+	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -9,42 +10,15 @@ import (
 	"github.com/sluicehq/sluice/algorithms/slidingcounter"
 	"github.com/sluicehq/sluice/algorithms/slidinglog"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/scripttest"
 )
-
-// Limiter is what every Sluice algorithm offers on its concrete type.
-type Limiter interface {
-	sluice.Limiter
-	sluice.BatchLimiter
-	sluice.Refunder
-	sluice.Resetter
-	sluice.Bounded
-}
-
-// Algorithm describes one algorithm to the conformance suite.
-type Algorithm struct {
-	Name string
-	// New builds the limiter; a nil clock means the server clock.
-	New func(store sluice.Store, clock sluice.Clock) (Limiter, error)
-	// Script is the decision script, for calls with raw arguments.
-	Script *sluice.Script
-	// KeySuffix names the state key: the caller's key plus the suffix.
-	KeySuffix string
-	// IntegerState says the state key holds one integer, Unix
-	// microseconds of a future time (the bucket algorithms).
-	IntegerState bool
-	// Capacity is the largest cost a limit allows: Burst or Rate.
-	Capacity func(sluice.Limit) int64
-	// Vectors are the algorithm's hand-worked decisions.
-	Vectors []Vector
-	// Limits are valid limits for the random sequences.
-	Limits []sluice.Limit
-}
 
 func byBurst(l sluice.Limit) int64 { return l.Burst }
 func byRate(l sluice.Limit) int64  { return l.Rate }
 
-func newWith[L Limiter, O any](newFn func(sluice.Store, ...O) (L, error), withClock func(sluice.Clock) O) func(sluice.Store, sluice.Clock) (Limiter, error) {
-	return func(store sluice.Store, clock sluice.Clock) (Limiter, error) {
+func newWith[L sluicetest.Limiter, O any](newFn func(sluice.Store, ...O) (L, error), withClock func(sluice.Clock) O) func(sluice.Store, sluice.Clock) (sluicetest.Limiter, error) {
+	return func(store sluice.Store, clock sluice.Clock) (sluicetest.Limiter, error) {
 		var opts []O
 		if clock != nil {
 			opts = append(opts, withClock(clock))
@@ -71,7 +45,7 @@ var windowLimits = []sluice.Limit{
 
 // Algorithms lists every algorithm Sluice ships, for the conformance suite
 // and the benchmarks.
-var Algorithms = []Algorithm{
+var Algorithms = []sluicetest.Algorithm{
 	{
 		Name: "tokenbucket", New: newWith(tokenbucket.New, tokenbucket.WithClock), Script: tokenbucket.Script(),
 		KeySuffix: tokenbucket.KeySuffix, IntegerState: true, Capacity: byBurst,
@@ -97,4 +71,24 @@ var Algorithms = []Algorithm{
 		KeySuffix: slidinglog.KeySuffix, Capacity: byRate,
 		Vectors: slidingLogVectors, Limits: windowLimits,
 	},
+}
+
+// Algorithm returns the built-in algorithm called name, or false.
+func Algorithm(name string) (sluicetest.Algorithm, bool) {
+	for _, a := range Algorithms {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return sluicetest.Algorithm{}, false
+}
+
+// FuzzScriptMatchesModel is scripttest.FuzzScriptMatchesModel for the
+// built-in algorithm called name.
+func FuzzScriptMatchesModel(f *testing.F, name string) {
+	alg, ok := Algorithm(name)
+	if !ok {
+		f.Fatalf("no built-in algorithm %q", name)
+	}
+	scripttest.FuzzScriptMatchesModel(f, alg)
 }

@@ -1,4 +1,4 @@
-package sluicetest
+package builtins
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
 // RunStoreErrors checks, for a Redis store on server, what every store must
@@ -16,10 +18,10 @@ import (
 // checks that a single node takes the keys of one call in different slots
 // (only a Cluster refuses them). Store-specific cases (a nil or unreachable
 // client) stay with each store's tests.
-func RunStoreErrors(t *testing.T, server *RedisServer, store sluice.Store) {
+func RunStoreErrors(t *testing.T, server *redistest.RedisServer, store sluice.Store) {
 	l, err := tokenbucket.New(store)
 	require.NoError(t, err)
-	key := UniqueKey(t)
+	key := sluicetest.UniqueKey(t)
 
 	t.Run("a key holding another type is an error, not a decision", func(t *testing.T) {
 		_, err := server.Do("HSET", key+":hash"+tokenbucket.KeySuffix, "f", "v")

@@ -1,4 +1,7 @@
-package sluicetest
+// Package scripttest holds an algorithm's Lua script to its Go twin: a
+// differential fuzz test that runs both on random calls and requires
+// identical decisions. It needs a redis-server on the PATH (see redistest).
+package scripttest
 
 import (
 	"encoding/binary"
@@ -9,27 +12,30 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
-// FuzzScriptMatchesModel is the differential fuzz test of one algorithm:
+// FuzzScriptMatchesModel is the differential fuzz test of one algorithm,
+// built-in or not:
 // a random sequence of time steps (forwards and backwards), limits, costs,
 // refunds and resets runs through the Lua script on a real redis-server
 // (the package's shared one) and through the Go model, and every decision
-// must be identical. Each 8 bytes of input are one call. Algorithm
-// packages call it from a Fuzz function:
+// must be identical. Each 8 bytes of input are one call. The package's
+// TestMain must call redistest.Main (or builtins.Main). An algorithm's
+// package calls it from a Fuzz function:
 //
-//	func FuzzScriptMatchesModel(f *testing.F) { sluicetest.FuzzScriptMatchesModel(f, "gcra") }
-func FuzzScriptMatchesModel(f *testing.F, algorithmName string) {
-	alg := algorithm(algorithmName)
+//	func FuzzScriptMatchesModel(f *testing.F) { scripttest.FuzzScriptMatchesModel(f, myAlgorithm) }
+func FuzzScriptMatchesModel(f *testing.F, alg sluicetest.Algorithm) {
 	f.Add([]byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{1, 5, 255, 255, 255, 0, 0, 0, 2, 0, 1, 2, 3, 4, 5, 6, 3, 9, 128, 0, 0, 0, 0, 0})
 	f.Add([]byte{4, 255, 0, 0, 16, 0, 0, 1, 4, 255, 0, 0, 16, 0, 0, 1, 5, 3, 7, 7, 7, 7, 7, 128})
 	f.Add([]byte{2, 200, 1, 0, 0, 0, 9, 2, 2, 7, 1, 0, 0, 0, 9, 6, 2, 1, 1, 0, 0, 0, 9, 4})
 	f.Add([]byte("a longer seed that mixes every limit and cost in the table above!!"))
 
-	server := SharedRedis(f)
+	server := redistest.SharedRedis(f)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
 	f.Cleanup(func() { _ = client.Close() })
 	limits := append([]sluice.Limit{
@@ -38,12 +44,12 @@ func FuzzScriptMatchesModel(f *testing.F, algorithmName string) {
 		{Rate: 1000, Period: time.Millisecond, Burst: 2},
 	}, alg.Limits...)
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		clock := NewFakeClock(Epoch)
+		clock := sluicetest.NewFakeClock(sluicetest.Epoch)
 		script, err := alg.New(goredisstore.New(client), clock)
 		require.NoError(t, err)
 		model, err := alg.New(memstore.New(), clock)
 		require.NoError(t, err)
-		key := sluice.Key(UniqueKey(t))
+		key := sluice.Key(sluicetest.UniqueKey(t))
 		for i := 0; i+8 <= len(ops) && i < 8*200; i += 8 {
 			limit := limits[int(ops[i])%len(limits)]
 			capacity := alg.Capacity(limit)

@@ -1,4 +1,4 @@
-package sluicetest
+package builtins
 
 import (
 	"context"
@@ -92,7 +92,11 @@ func runLoad(index int, spec []byte, out io.Writer) error {
 		return err
 	}
 	defer closeStore()
-	alg, err := algorithm(load.Algorithm).New(store, nil)
+	a, ok := Algorithm(load.Algorithm)
+	if !ok {
+		return fmt.Errorf("no algorithm %q", load.Algorithm)
+	}
+	alg, err := a.New(store, nil)
 	if err != nil {
 		return err
 	}
