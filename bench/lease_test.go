@@ -92,9 +92,13 @@ func BenchmarkLease(b *testing.B) {
 				name += "-on-memstore"
 			}
 			b.Run(name, func(b *testing.B) {
-				var backend sluice.Store = rueidisstore.New(client)
+				var backend sluice.Store
 				if v.inMemory {
 					backend = memstore.New()
+				} else {
+					rs, err := rueidisstore.New(client)
+					require.NoError(b, err)
+					backend = rs
 				}
 				store := &sluicetest.CountingStore{Store: backend}
 				tb, err := tokenbucket.New(store)

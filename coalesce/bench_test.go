@@ -35,10 +35,18 @@ func BenchmarkCoalesce(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(ru.Close)
+	rs, err := rueidisstore.New(ru)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gs, err := goredisstore.New(gr)
+	if err != nil {
+		b.Fatal(err)
+	}
 	stores := []struct {
 		name  string
 		store sluice.Store
-	}{{"rueidis", rueidisstore.New(ru)}, {"go-redis", goredisstore.New(gr)}}
+	}{{"rueidis", rs}, {"go-redis", gs}}
 	limit := sluice.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000_000_000}
 	for _, keys := range []int{1, 10_000} {
 		names := make([]string, keys)

@@ -6,7 +6,7 @@
 // [New] wraps a limiter that takes batches ([sluice.BatchLimiter]: every
 // Sluice algorithm, or a decorator over one) and refuses any other. No
 // timer: a call goes straight through while fewer than [WithMaxInFlight]
-// calls are in flight (default [DefaultMaxInFlight]), so a lone caller
+// calls are in flight (default [DefaultMaxInFlightPerCPU] × GOMAXPROCS), so a lone caller
 // waits for nothing; when all are busy calls queue, and leave together as
 // one finishes. See Example, Example_concurrent and Example_refund.
 //
@@ -21,7 +21,7 @@
 // On Redis Cluster a batch's keys must share a slot: the decorator detects
 // a Cluster and then batches only keys of one hash tag ([sluice.Key] writes
 // one; a key without one is decided alone). On a go-redis Ring, give
-// [ByHashTag]. A batch runs until the latest of its callers' deadlines; a
+// [WithHashTagGroups]. A batch runs until the latest of its callers' deadlines; a
 // caller whose context ends while it waits returns at once, though a
 // request that already left with a batch may still have been decided.
 package coalesce
@@ -39,10 +39,11 @@ import (
 	"github.com/sluicehq/sluice/ext/batching"
 )
 
-// DefaultMaxInFlight is how many calls to the wrapped limiter may be in
-// flight at once, unless [WithMaxInFlight] says otherwise: a few per CPU,
-// enough to keep a connection busy while batches form.
-var DefaultMaxInFlight = 4 * runtime.GOMAXPROCS(0)
+// DefaultMaxInFlightPerCPU sets how many calls to the wrapped limiter may
+// be in flight at once, unless [WithMaxInFlight] says otherwise: this many
+// per CPU (GOMAXPROCS when New runs), enough to keep a connection busy
+// while batches form.
+const DefaultMaxInFlightPerCPU = 4
 
 // Option configures a [Limiter]. A nil Option is an error, as is an
 // option given a bad value.
@@ -55,7 +56,7 @@ type config struct {
 }
 
 // WithMaxInFlight bounds the calls in flight to the wrapped limiter at
-// once (at least 1; default [DefaultMaxInFlight]). Beyond it, calls queue
+// once (at least 1; default [DefaultMaxInFlightPerCPU] × GOMAXPROCS). Beyond it, calls queue
 // and leave together as the next batch: fewer means larger batches and
 // more waiting, more means smaller batches. With go-redis, keep it at or
 // below the client's pool size.
@@ -81,10 +82,10 @@ func WithMaxBatch(n int) Option {
 	}
 }
 
-// ByHashTag groups requests by their key's hash tag from the start: only
+// WithHashTagGroups groups requests by their key's hash tag from the start: only
 // keys with the same tag share a batch, and a key without a tag goes alone.
 // Give it with a go-redis Ring; a Cluster is detected without it.
-func ByHashTag() Option {
+func WithHashTagGroups() Option {
 	return func(c *config) error {
 		c.byTag = true
 		return nil
@@ -118,7 +119,7 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := config{maxInFlight: DefaultMaxInFlight, maxBatch: sluice.MaxBatch}
+	c := config{maxInFlight: DefaultMaxInFlightPerCPU * runtime.GOMAXPROCS(0), maxBatch: sluice.MaxBatch}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("coalesce: option %d is nil", i)
@@ -332,22 +333,20 @@ type Stats struct {
 	// Batches is the batches sent (AllowBatch calls of two requests or
 	// more); Batched the requests they carried.
 	Batches, Batched int64
+	// Queued is how many calls wait for a batch now.
+	Queued int
 	// ByHashTag says batches are grouped by hash tag: given with
-	// [ByHashTag], or since a batch met a Cluster.
+	// [WithHashTagGroups], or since a batch met a Cluster.
 	ByHashTag bool
 }
 
-// Stats returns the counts so far.
+// Stats returns the counts so far, and the calls queued now.
 func (l *Limiter) Stats() Stats {
 	batches, batched := l.sender.Counts()
-	return Stats{Calls: l.calls.Load(), Batches: batches, Batched: batched, ByHashTag: l.sender.ByTag()}
-}
-
-// Queued returns how many calls wait for a batch now.
-func (l *Limiter) Queued() int {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.queue)
+	queued := len(l.queue)
+	l.mu.Unlock()
+	return Stats{Calls: l.calls.Load(), Batches: batches, Batched: batched, Queued: queued, ByHashTag: l.sender.ByTag()}
 }
 
 // release ends a call to next: its slot goes to the next batch, if any.

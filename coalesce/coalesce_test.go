@@ -203,7 +203,7 @@ func queueBehind(t *testing.T, l *coalesce.Limiter, g *gate, reqs []sluice.Reque
 			ch <- result{d, err}
 		}()
 	}
-	require.Eventually(t, func() bool { return l.Queued() == len(reqs) }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return l.Stats().Queued == len(reqs) }, 5*time.Second, time.Millisecond)
 	return first, results
 }
 
@@ -311,10 +311,10 @@ func TestACallerThatGivesUpLeavesTheQueue(t *testing.T) {
 		_, err := l.AllowN(ctx, "k", sluice.PerSecond(10), 1)
 		gaveUp <- err
 	}()
-	require.Eventually(t, func() bool { return l.Queued() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return l.Stats().Queued == 1 }, 5*time.Second, time.Millisecond)
 	cancel()
 	require.ErrorIs(t, <-gaveUp, context.Canceled)
-	require.Equal(t, 0, l.Queued())
+	require.Equal(t, 0, l.Stats().Queued)
 	close(g.open)
 	require.NoError(t, <-first)
 	require.Len(t, g.batches, 1, "nothing was sent for the caller that gave up")
@@ -338,9 +338,9 @@ func TestBadOptions(t *testing.T) {
 	require.ErrorContains(t, err, "coalesce: WithMaxBatch(1): must be 2 to")
 	_, err = coalesce.New(tb, coalesce.WithMaxBatch(sluice.MaxBatch+1))
 	require.ErrorContains(t, err, fmt.Sprintf("coalesce: WithMaxBatch(%d)", sluice.MaxBatch+1))
-	_, err = coalesce.New(tb, coalesce.ByHashTag(), nil)
+	_, err = coalesce.New(tb, coalesce.WithHashTagGroups(), nil)
 	require.ErrorContains(t, err, "coalesce: option 1 is nil")
-	l, err := coalesce.New(tb, coalesce.ByHashTag())
+	l, err := coalesce.New(tb, coalesce.WithHashTagGroups())
 	require.NoError(t, err)
 	require.True(t, l.Stats().ByHashTag)
 }
@@ -399,7 +399,7 @@ func TestAPanicInTheWrappedLimiterAnswersEveryone(t *testing.T) {
 			results <- err
 		}()
 	}
-	require.Eventually(t, func() bool { return l.Queued() == 3 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return l.Stats().Queued == 3 }, 5*time.Second, time.Millisecond)
 	close(g.open)
 	require.NoError(t, <-first)
 	require.Equal(t, "boom", <-panicked, "the leader's own call panics, as a direct call would")
@@ -456,7 +456,7 @@ func TestRefundAndResetPassThrough(t *testing.T) {
 
 func TestByHashTagKeepsUntaggedKeysAlone(t *testing.T) {
 	g := newGate(t)
-	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1), coalesce.ByHashTag())
+	l, err := coalesce.New(g, coalesce.WithMaxInFlight(1), coalesce.WithHashTagGroups())
 	require.NoError(t, err)
 	lim := sluice.PerSecond(5)
 	reqs := []sluice.Request{

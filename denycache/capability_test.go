@@ -72,22 +72,22 @@ func TestLeaseAndReleaseReachTheLeaserUnchanged(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, d.Allowed)
 	require.Equal(t, 1, next.Allows(), "the second denial was local")
-	require.Equal(t, 1, l.Len())
+	require.Equal(t, 1, l.Stats().Keys)
 
 	g, err := le.Lease(t.Context(), leaseReq)
 	require.NoError(t, err)
 	require.Equal(t, next.Grant, g)
 	require.Equal(t, []ext.LeaseRequest{leaseReq}, next.Leases())
-	require.Zero(t, l.Len(), "a lease that took tokens forgets the denials, as an allowed AllowN does")
+	require.Zero(t, l.Stats().Keys, "a lease that took tokens forgets the denials, as an allowed AllowN does")
 
 	_, err = l.AllowN(t.Context(), "k", limit, 2)
 	require.NoError(t, err)
-	require.Equal(t, 1, l.Len())
+	require.Equal(t, 1, l.Stats().Keys)
 	d, err = le.Release(t.Context(), "k", limit, 42, 3)
 	require.NoError(t, err)
 	require.Equal(t, next.Freed, d)
 	require.Equal(t, []sluicetest.ReleaseCall{{Key: "k", Limit: limit, Holder: 42, Unspent: 3}}, next.Releases())
-	require.Zero(t, l.Len(), "a release gives tokens back: the key's denials are forgotten")
+	require.Zero(t, l.Stats().Keys, "a release gives tokens back: the key's denials are forgotten")
 
 	// Checked last: Capabilities leases and releases through l too.
 	require.Equal(t, []string{"lease"}, sluicetest.Capabilities(t, l))
@@ -127,7 +127,7 @@ func TestADeniedLeaseIsNotRemembered(t *testing.T) {
 		require.False(t, g.Allowed)
 	}
 	require.Len(t, next.Leases(), 3, "every lease reached the wrapped limiter")
-	require.Zero(t, l.Len())
+	require.Zero(t, l.Stats().Keys)
 }
 
 // batchLeaser denies every AllowN (for a second) and serves batches of
@@ -169,7 +169,7 @@ func TestLeaseBatchReachesTheLeaserAndForgetsAsLeaseDoes(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, d.Allowed)
 	}
-	require.Equal(t, 4, l.Len())
+	require.Equal(t, 4, l.Stats().Keys)
 
 	reqs := make([]ext.LeaseRequest, len(keys))
 	for i, k := range keys {
@@ -180,11 +180,11 @@ func TestLeaseBatchReachesTheLeaserAndForgetsAsLeaseDoes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, next.results, results, "the results come back unchanged")
 	require.Equal(t, [][]ext.LeaseRequest{reqs}, next.batches, "every request, remembered denials notwithstanding")
-	require.Equal(t, 3, l.Len(), "only the lease that took tokens forgot its key's denials")
+	require.Equal(t, 3, l.Stats().Keys, "only the lease that took tokens forgot its key's denials")
 	d, err := l.AllowN(t.Context(), "denied", limit, 2)
 	require.NoError(t, err)
 	require.False(t, d.Allowed, "still remembered")
-	require.Equal(t, 3, l.Len())
+	require.Equal(t, 3, l.Stats().Keys)
 
 	require.Equal(t, []string{"leasebatch"}, sluicetest.Capabilities(t, l))
 }
@@ -212,7 +212,7 @@ func TestALeaseBatchReleaseForgetsAsReleaseDoes(t *testing.T) {
 			require.False(t, d.Allowed)
 		}
 	}
-	require.Equal(t, 6, l.Len())
+	require.Equal(t, 6, l.Stats().Keys)
 
 	reqs := []ext.LeaseRequest{
 		{Key: "released", Limit: limit, Holder: 1, Release: true, Unspent: 3},
@@ -223,7 +223,7 @@ func TestALeaseBatchReleaseForgetsAsReleaseDoes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, next.results, results, "the results come back unchanged")
 	require.Equal(t, [][]ext.LeaseRequest{reqs}, next.batches)
-	require.Equal(t, 2, l.Len(), "both releases forgot their keys' denials, under both limits; the denied take forgot nothing")
+	require.Equal(t, 2, l.Stats().Keys, "both releases forgot their keys' denials, under both limits; the denied take forgot nothing")
 	for _, lim := range []sluice.Limit{limit, other} {
 		d, err := l.AllowN(t.Context(), "denied", lim, 2)
 		require.NoError(t, err)

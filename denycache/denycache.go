@@ -409,9 +409,15 @@ var (
 	_ ext.LeaseBatcher    = forwarded{}
 )
 
-// Len returns the number of keys with remembered denials.
-func (l *Limiter) Len() int {
+// Stats is what a Limiter holds now.
+type Stats struct {
+	// Keys is how many keys have remembered denials.
+	Keys int
+}
+
+// Stats returns what the Limiter holds now.
+func (l *Limiter) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.lru.Len()
+	return Stats{Keys: l.lru.Len()}
 }

@@ -28,7 +28,7 @@ func (c *counting) AllowN(ctx context.Context, key string, limit sluice.Limit, n
 
 func setup(t *testing.T, opts ...denycache.Option) (*denycache.Limiter, *counting, *sluicetest.FakeClock) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	tb, err := tokenbucket.New(memstore.NewWithClock(clock), tokenbucket.WithClock(clock))
+	tb, err := tokenbucket.New(memstore.New(memstore.WithClock(clock)), tokenbucket.WithClock(clock))
 	require.NoError(t, err)
 	store := &counting{Limiter: tb}
 	l, err := denycache.New(store, append([]denycache.Option{denycache.WithClock(clock)}, opts...)...)
@@ -44,7 +44,7 @@ var limit = sluice.Limit{Rate: 10, Period: time.Second, Burst: 10}
 func TestDecisionsMatchTheStore(t *testing.T) {
 	cached, _, clock := setup(t)
 	plainClock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	plain, err := tokenbucket.New(memstore.NewWithClock(plainClock), tokenbucket.WithClock(plainClock))
+	plain, err := tokenbucket.New(memstore.New(memstore.WithClock(plainClock)), tokenbucket.WithClock(plainClock))
 	require.NoError(t, err)
 	for i := range 3000 {
 		step := time.Duration(i%7+1) * 3 * time.Millisecond
@@ -102,13 +102,13 @@ func TestRefundAndResetForget(t *testing.T) {
 	d, err := l.AllowN(t.Context(), "k", limit, 1)
 	require.NoError(t, err)
 	require.False(t, d.Allowed)
-	require.Equal(t, 1, l.Len())
+	require.Equal(t, 1, l.Stats().Keys)
 
 	r, ok := sluice.As[sluice.Refunder](l)
 	require.True(t, ok)
 	_, err = r.Refund(t.Context(), "k", limit, 5)
 	require.NoError(t, err)
-	require.Equal(t, 0, l.Len(), "a refund through the cache forgets the denial")
+	require.Equal(t, 0, l.Stats().Keys, "a refund through the cache forgets the denial")
 	d, err = l.AllowN(t.Context(), "k", limit, 1)
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
@@ -118,7 +118,7 @@ func TestRefundAndResetForget(t *testing.T) {
 	rs, ok := sluice.As[sluice.Resetter](l)
 	require.True(t, ok)
 	require.NoError(t, rs.Reset(t.Context(), "k"))
-	require.Equal(t, 0, l.Len())
+	require.Equal(t, 0, l.Stats().Keys)
 	before := store.calls.Load()
 	d, err = l.AllowN(t.Context(), "k", limit, 10)
 	require.NoError(t, err)
@@ -167,7 +167,7 @@ func TestSmallerCostsAndBoundedMemory(t *testing.T) {
 		_, err = l.AllowN(t.Context(), k, limit, 1)
 		require.NoError(t, err)
 	}
-	require.Equal(t, 3, l.Len(), "at most the capacity")
+	require.Equal(t, 3, l.Stats().Keys, "at most the capacity")
 }
 
 func TestBadInput(t *testing.T) {

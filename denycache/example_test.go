@@ -20,7 +20,7 @@ func Example() {
 	// A fake clock drives the store and the cache, to make the example
 	// deterministic; production code gives neither.
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	store := &sluicetest.CountingStore{Store: memstore.NewWithClock(clock)}
+	store := &sluicetest.CountingStore{Store: memstore.New(memstore.WithClock(clock))}
 	tb, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)

@@ -71,9 +71,12 @@ type LeaseRequest struct {
 	Unspent int64
 }
 
-// The bounds of a [LeaseRequest]'s Hold.
+// The bounds of a [LeaseRequest]'s Hold, and of the lease decorator's
+// WithHold: a holder stops spending a few milliseconds before its hold
+// ends, so a shorter hold would leave it nothing to spend. (The scripts
+// themselves accept holds from 1 ms.)
 const (
-	MinLeaseHold = time.Millisecond
+	MinLeaseHold = 10 * time.Millisecond
 	MaxLeaseHold = time.Hour
 )
 

@@ -28,7 +28,9 @@ func BenchmarkOverhead(b *testing.B) {
 			c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
 			require.NoError(b, err)
 			b.Cleanup(c.Close)
-			return rueidisstore.New(c)
+			s, err := rueidisstore.New(c)
+			require.NoError(b, err)
+			return s
 		},
 	}
 	for _, storeName := range []string{"memstore", "redis-rueidis"} {

@@ -68,7 +68,7 @@ func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
 	require.False(t, ok)
 	_, ok = sluice.As[ext.LeaseBatcher](l)
 	require.False(t, ok)
-	require.Equal(t, fallback.BreakerClosed, l.State(), "an unsupported call is no store failure")
+	require.Equal(t, fallback.BreakerClosed, l.Stats().Breaker, "an unsupported call is no store failure")
 
 	d, err := l.AllowN(t.Context(), "k", limit, 1)
 	require.NoError(t, err)
@@ -88,7 +88,7 @@ func TestOverAnAlgorithmItServesWhatTheAlgorithmServes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, all, sluicetest.Capabilities(t, l))
 	requireClaimsNothing(t, l)
-	require.Equal(t, fallback.BreakerClosed, l.State())
+	require.Equal(t, fallback.BreakerClosed, l.Stats().Breaker)
 }
 
 func TestLeaseAndReleaseReachTheLeaserUnchanged(t *testing.T) {
@@ -103,7 +103,7 @@ func TestLeaseAndReleaseReachTheLeaserUnchanged(t *testing.T) {
 	// After the forwarding check, which requires the leaser's first calls:
 	// sluicetest.Capabilities leases and releases once more.
 	require.Equal(t, []string{"lease"}, sluicetest.Capabilities(t, l))
-	require.Equal(t, fallback.BreakerClosed, l.State())
+	require.Equal(t, fallback.BreakerClosed, l.Stats().Breaker)
 }
 
 func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
@@ -126,7 +126,7 @@ func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			next := newLeaser()
 			next.Fail(errors.New("dial tcp: connection refused"))
-			l, err := fallback.New(next, fallback.WithPolicy(c.policy), fallback.WithBreaker(2, time.Minute, 1))
+			l, err := fallback.New(next, fallback.WithPolicy(c.policy), fallback.WithBreaker(fallback.Breaker{Failures: 2, Cooldown: time.Minute, Probes: 1}))
 			require.NoError(t, err)
 			le, ok := sluice.As[ext.Leaser](l)
 			require.True(t, ok)
@@ -142,7 +142,7 @@ func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
 			}
 			leases := len(next.Leases())
 			require.Equal(t, 2, leases, "the breaker opened after 2 failed leases: no more calls")
-			require.Equal(t, fallback.BreakerOpen, l.State())
+			require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker)
 
 			// A release is not the policy's: with the breaker open it
 			// still goes to the store, and its failure is an error.
@@ -157,7 +157,7 @@ func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
 func TestALeaseConfigurationErrorIsSurfaced(t *testing.T) {
 	next := newLeaser()
 	next.Fail(sluice.ErrKeyConflict)
-	l, err := fallback.New(next, fallback.WithBreaker(1, time.Minute, 1))
+	l, err := fallback.New(next, fallback.WithBreaker(fallback.Breaker{Failures: 1, Cooldown: time.Minute, Probes: 1}))
 	require.NoError(t, err)
 	le, ok := sluice.As[ext.Leaser](l)
 	require.True(t, ok)
@@ -165,19 +165,19 @@ func TestALeaseConfigurationErrorIsSurfaced(t *testing.T) {
 		_, err := le.Lease(t.Context(), leaseReq)
 		require.ErrorIs(t, err, sluice.ErrKeyConflict)
 	}
-	require.Equal(t, fallback.BreakerClosed, l.State(), "a configuration error does not trip the breaker")
+	require.Equal(t, fallback.BreakerClosed, l.Stats().Breaker, "a configuration error does not trip the breaker")
 }
 
 func TestBadLeaseRequestsAreErrorsWithTheBreakerOpen(t *testing.T) {
 	next := newLeaser()
 	next.Fail(errors.New("connection refused"))
-	l, err := fallback.New(next, fallback.WithBreaker(1, time.Minute, 1))
+	l, err := fallback.New(next, fallback.WithBreaker(fallback.Breaker{Failures: 1, Cooldown: time.Minute, Probes: 1}))
 	require.NoError(t, err)
 	le, ok := sluice.As[ext.Leaser](l)
 	require.True(t, ok)
 	_, err = le.Lease(t.Context(), leaseReq)
 	require.NoError(t, err, "the policy decided")
-	require.Equal(t, fallback.BreakerOpen, l.State())
+	require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker)
 
 	with := func(f func(r *ext.LeaseRequest)) ext.LeaseRequest {
 		r := leaseReq
@@ -273,7 +273,7 @@ func (b *batchLeaser) sent() [][]ext.LeaseRequest {
 // failure is the call's error.
 func TestALeaseBatchReleaseIsNeverThePolicys(t *testing.T) {
 	next := &batchLeaser{}
-	l, err := fallback.New(next, fallback.WithBreaker(2, time.Minute, 1), fallback.WithTimeout(20*time.Millisecond))
+	l, err := fallback.New(next, fallback.WithBreaker(fallback.Breaker{Failures: 2, Cooldown: time.Minute, Probes: 1}), fallback.WithTimeout(20*time.Millisecond))
 	require.NoError(t, err)
 	lb, ok := sluice.As[ext.LeaseBatcher](l)
 	require.True(t, ok)
@@ -301,7 +301,7 @@ func TestALeaseBatchReleaseIsNeverThePolicys(t *testing.T) {
 		require.Zero(t, results[1].Grant, "and it has no decision")
 	}
 	require.Len(t, next.sent(), 3)
-	require.Equal(t, fallback.BreakerOpen, l.State(), "two failed batches opened the breaker")
+	require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker, "two failed batches opened the breaker")
 
 	// The breaker is open: the take is the policy's, and the release goes
 	// to the store alone.
@@ -316,7 +316,7 @@ func TestALeaseBatchReleaseIsNeverThePolicys(t *testing.T) {
 	require.Equal(t, policy, results[0].Grant)
 	require.Equal(t, ext.LeaseResult{Grant: freed}, results[1], "the store's answer")
 	require.Equal(t, []ext.LeaseRequest{release}, next.sent()[4])
-	require.Equal(t, fallback.BreakerOpen, l.State(), "a release does not move the breaker")
+	require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker, "a release does not move the breaker")
 
 	// Releases alone go to the store with the breaker open, and their
 	// failure, or the time budget's end, is the call's error.
@@ -331,7 +331,7 @@ func TestALeaseBatchReleaseIsNeverThePolicys(t *testing.T) {
 	_, err = lb.LeaseBatch(t.Context(), releases)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "within the time budget")
 	require.Len(t, next.sent(), 8)
-	require.Equal(t, fallback.BreakerOpen, l.State())
+	require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker)
 
 	// A bad release is an error before anything is sent, as Release's.
 	_, err = lb.LeaseBatch(t.Context(), []ext.LeaseRequest{leaseReq, {Key: "r", Limit: limit, Holder: 42, Release: true, Unspent: -1}})

@@ -54,7 +54,9 @@ var backends = []backend{
 			DialTimeout: 100 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second,
 		})
 		t.Cleanup(func() { _ = c.Close() })
-		return goredisstore.New(c)
+		s, err := goredisstore.New(c)
+		require.NoError(t, err)
+		return s
 	}},
 	{"rueidis", func(t *testing.T, addr string) sluice.Store {
 		c, err := rueidis.NewClient(rueidis.ClientOption{
@@ -63,7 +65,9 @@ var backends = []backend{
 		})
 		require.NoError(t, err)
 		t.Cleanup(c.Close)
-		return rueidisstore.New(c)
+		s, err := rueidisstore.New(c)
+		require.NoError(t, err)
+		return s
 	}},
 }
 
@@ -74,7 +78,7 @@ func chaosLimiter(t *testing.T, store sluice.Store, policy fallback.Policy, opts
 	require.NoError(t, err)
 	l, err := fallback.New(tb, append([]fallback.Option{
 		fallback.WithPolicy(policy), fallback.WithTimeout(chaosTimeout),
-		fallback.WithBreaker(5, chaosCooldown, 2),
+		fallback.WithBreaker(fallback.Breaker{Failures: 5, Cooldown: chaosCooldown, Probes: 2}),
 	}, opts...)...)
 	require.NoError(t, err)
 	return l
@@ -233,7 +237,7 @@ func TestOpenBreakerSendsNothing(t *testing.T) {
 			server := redistest.StartRedis(t)
 			var changes atomic.Int32
 			l := chaosLimiter(t, b.newStore(t, server.Addr()), fallback.Closed(),
-				fallback.WithBreaker(5, 500*time.Millisecond, 2),
+				fallback.WithBreaker(fallback.Breaker{Failures: 5, Cooldown: 500 * time.Millisecond, Probes: 2}),
 				fallback.WithStateChange(func(_, _ fallback.BreakerState) { changes.Add(1) }))
 			key := sluice.Key(sluicetest.UniqueKey(t))
 			limit := sluice.PerSecond(1000)
@@ -242,7 +246,7 @@ func TestOpenBreakerSendsNothing(t *testing.T) {
 
 			_, err = server.Do("CONFIG", "SET", "maxmemory", "1")
 			require.NoError(t, err)
-			for l.State() != fallback.BreakerOpen {
+			for l.Stats().Breaker != fallback.BreakerOpen {
 				d, err := l.AllowN(t.Context(), key, limit, 1)
 				require.NoError(t, err)
 				require.Equal(t, sluice.SourceFallbackClosed, d.Source, "OOM maps to the policy")
@@ -425,9 +429,9 @@ func scriptCommands(t *testing.T, server *redistest.RedisServer) int {
 func waitForState(t *testing.T, l *fallback.Limiter, want fallback.BreakerState, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	for l.State() != want {
+	for l.Stats().Breaker != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("breaker %s, want %s after %s", l.State(), want, within)
+			t.Fatalf("breaker %s, want %s after %s", l.Stats().Breaker, want, within)
 		}
 		// Calls drive the breaker's transitions out of half-open.
 		_, _ = l.AllowN(t.Context(), "probe", sluice.PerSecond(1_000_000), 1)

@@ -54,27 +54,27 @@ func TestEveryDocumentedOutcomeIsClassifiedSo(t *testing.T) {
 	for name, storeErr := range surfaced {
 		t.Run("returned/"+name, func(t *testing.T) {
 			store := &fakeStore{err: storeErr}
-			l, err := fallback.New(store, fallback.WithBreaker(2, time.Minute, 1))
+			l, err := fallback.New(store, fallback.WithBreaker(fallback.Breaker{Failures: 2, Cooldown: time.Minute, Probes: 1}))
 			require.NoError(t, err)
 			for range 3 {
 				_, err := l.AllowN(t.Context(), "k", limit, 1)
 				require.ErrorIs(t, err, storeErr)
 			}
-			require.Equal(t, fallback.BreakerClosed, l.State(), "never counted")
+			require.Equal(t, fallback.BreakerClosed, l.Stats().Breaker, "never counted")
 			require.Equal(t, int64(3), store.calls.Load())
 		})
 	}
 	for name, storeErr := range decided {
 		t.Run("policy/"+name, func(t *testing.T) {
 			store := &fakeStore{err: storeErr}
-			l, err := fallback.New(store, fallback.WithBreaker(2, time.Minute, 1), fallback.WithPolicy(fallback.Closed()))
+			l, err := fallback.New(store, fallback.WithBreaker(fallback.Breaker{Failures: 2, Cooldown: time.Minute, Probes: 1}), fallback.WithPolicy(fallback.Closed()))
 			require.NoError(t, err)
 			for range 3 {
 				d, err := l.AllowN(t.Context(), "k", limit, 1)
 				require.NoError(t, err)
 				require.Equal(t, sluice.SourceFallbackClosed, d.Source)
 			}
-			require.Equal(t, fallback.BreakerOpen, l.State(), "each counts: 2 opened the breaker")
+			require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker, "each counts: 2 opened the breaker")
 			require.Equal(t, int64(2), store.calls.Load())
 		})
 	}
@@ -112,7 +112,7 @@ func TestDefaults(t *testing.T) {
 			}
 		}
 		require.Equal(t, int64(5), store.calls.Load(), "five failures opened the breaker")
-		require.Equal(t, fallback.BreakerOpen, l.State())
+		require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker)
 	})
 	t.Run("in flight", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -150,22 +150,22 @@ func TestAFailedProbeOpensTheBreakerAgain(t *testing.T) {
 	store := &fakeStore{err: errors.New("connection refused")}
 	var changes []string
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	l, err := fallback.New(store, fallback.WithBreaker(2, 50*time.Millisecond, 1), fallback.WithClock(clock),
+	l, err := fallback.New(store, fallback.WithBreaker(fallback.Breaker{Failures: 2, Cooldown: 50 * time.Millisecond, Probes: 1}), fallback.WithClock(clock),
 		fallback.WithStateChange(func(from, to fallback.BreakerState) { changes = append(changes, from.String()+"->"+to.String()) }))
 	require.NoError(t, err)
 	for range 2 {
 		_, err := l.AllowN(t.Context(), "k", limit, 1)
 		require.NoError(t, err)
 	}
-	require.Equal(t, fallback.BreakerOpen, l.State())
+	require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker)
 	clock.Advance(49 * time.Millisecond)
-	require.Equal(t, fallback.BreakerOpen, l.State(), "within the cooldown")
+	require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker, "within the cooldown")
 	clock.Advance(time.Millisecond)
-	require.Equal(t, fallback.BreakerHalfOpen, l.State(), "the cooldown has passed")
+	require.Equal(t, fallback.BreakerHalfOpen, l.Stats().Breaker, "the cooldown has passed")
 	_, err = l.AllowN(t.Context(), "k", limit, 1) // the probe, which fails
 	require.NoError(t, err)
 	require.Equal(t, int64(3), store.calls.Load())
-	require.Equal(t, fallback.BreakerOpen, l.State())
+	require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker)
 	for range 10 {
 		_, err := l.AllowN(t.Context(), "k", limit, 1)
 		require.NoError(t, err)

@@ -59,7 +59,7 @@ func Example() {
 	show() // allowed without counting: Remaining is unknown (0)
 	store.down.Store(false)
 	show() // one failure does not open the breaker: the store decides again
-	fmt.Println("breaker:", limiter.State())
+	fmt.Println("breaker:", limiter.Stats().Breaker)
 	// Output:
 	// allowed=true remaining=99 source=store degraded=false
 	// allowed=true remaining=0 source=fallback-open degraded=true
@@ -85,7 +85,7 @@ func ExampleClosed() {
 	}
 	limiter, err := fallback.New(tb,
 		fallback.WithPolicy(fallback.Closed()),
-		fallback.WithBreaker(2, 30*time.Second, 1),
+		fallback.WithBreaker(fallback.Breaker{Failures: 2, Cooldown: 30 * time.Second, Probes: 1}),
 		fallback.WithStateChange(func(from, to fallback.BreakerState) { fmt.Println("breaker:", from, "->", to) }),
 	)
 	if err != nil {

@@ -88,8 +88,18 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 	return l, nil
 }
 
-// State returns the breaker's current state.
-func (l *Limiter) State() BreakerState { return l.breaker.current() }
+// Stats is the state of a Limiter now.
+type Stats struct {
+	// Breaker is the circuit breaker's state.
+	Breaker BreakerState
+	// InFlight is how many calls to the wrapped limiter are in flight.
+	InFlight int
+}
+
+// Stats returns the state of the Limiter now.
+func (l *Limiter) Stats() Stats {
+	return Stats{Breaker: l.breaker.current(), InFlight: len(l.inFlight)}
+}
 
 // AllowN decides through the store when it can, and by the policy when it
 // cannot; see the package documentation for the order of operations.

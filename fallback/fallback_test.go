@@ -71,7 +71,7 @@ func TestHealthyPathPassesDecisionsThrough(t *testing.T) {
 		require.False(t, d.Allowed, "a denial is a decision, not a failure")
 		require.Equal(t, sluice.SourceStore, d.Source)
 	}
-	require.Equal(t, fallback.BreakerClosed, l.State(), "denials never trip the breaker")
+	require.Equal(t, fallback.BreakerClosed, l.Stats().Breaker, "denials never trip the breaker")
 }
 
 func TestPolicies(t *testing.T) {
@@ -112,7 +112,7 @@ func TestPolicies(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			store := &fakeStore{err: errors.New("dial tcp: connection refused")}
-			l, err := fallback.New(store, fallback.WithPolicy(c.policy), fallback.WithBreaker(3, time.Minute, 1))
+			l, err := fallback.New(store, fallback.WithPolicy(c.policy), fallback.WithBreaker(fallback.Breaker{Failures: 3, Cooldown: time.Minute, Probes: 1}))
 			require.NoError(t, err)
 			var ds []sluice.Decision
 			for range 10 {
@@ -122,7 +122,7 @@ func TestPolicies(t *testing.T) {
 			}
 			c.check(t, ds)
 			require.Equal(t, int64(3), store.calls.Load(), "the breaker opened after 3 failures: no more calls")
-			require.Equal(t, fallback.BreakerOpen, l.State())
+			require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker)
 		})
 	}
 }
@@ -179,7 +179,7 @@ func TestInFlightCallsAreBounded(t *testing.T) {
 				stall := make(chan struct{})
 				store := &fakeStore{ignoresContext: detached}
 				store.set(nil, stall)
-				opts := []fallback.Option{fallback.WithTimeout(time.Minute), fallback.WithMaxInFlight(8), fallback.WithBreaker(1, time.Hour, 1)}
+				opts := []fallback.Option{fallback.WithTimeout(time.Minute), fallback.WithMaxInFlight(8), fallback.WithBreaker(fallback.Breaker{Failures: 1, Cooldown: time.Hour, Probes: 1})}
 				if detached {
 					opts = append(opts, fallback.WithDetachedCalls())
 				}
@@ -199,7 +199,7 @@ func TestInFlightCallsAreBounded(t *testing.T) {
 				synctest.Wait()
 				require.Equal(t, int64(8), store.calls.Load(), "only 8 calls reached the stalled store")
 				require.Equal(t, int64(92), atOnce.Load(), "the others were decided by the policy at once")
-				require.Equal(t, fallback.BreakerClosed, l.State(), "the calls turned away are no failure of the store")
+				require.Equal(t, fallback.BreakerClosed, l.Stats().Breaker, "the calls turned away are no failure of the store")
 				close(stall)
 				wg.Wait()
 				synctest.Wait()
@@ -232,7 +232,7 @@ func TestErrorClassification(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			store := &fakeStore{err: c.err}
-			l, err := fallback.New(store, fallback.WithBreaker(2, time.Minute, 1))
+			l, err := fallback.New(store, fallback.WithBreaker(fallback.Breaker{Failures: 2, Cooldown: time.Minute, Probes: 1}))
 			require.NoError(t, err)
 			for range 3 {
 				d, err := l.AllowN(t.Context(), "k", limit, 1)
@@ -244,10 +244,10 @@ func TestErrorClassification(t *testing.T) {
 				}
 			}
 			if c.countsAsF {
-				require.Equal(t, fallback.BreakerOpen, l.State())
+				require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker)
 				require.Equal(t, int64(2), store.calls.Load())
 			} else {
-				require.Equal(t, fallback.BreakerClosed, l.State())
+				require.Equal(t, fallback.BreakerClosed, l.Stats().Breaker)
 				require.Equal(t, int64(3), store.calls.Load())
 			}
 		})
@@ -303,7 +303,7 @@ func TestCallerCancellationNeverTripsTheBreaker(t *testing.T) {
 	defer close(stall)
 	store := &fakeStore{}
 	store.set(nil, stall)
-	l, err := fallback.New(store, fallback.WithTimeout(time.Second), fallback.WithBreaker(1, time.Minute, 1))
+	l, err := fallback.New(store, fallback.WithTimeout(time.Second), fallback.WithBreaker(fallback.Breaker{Failures: 1, Cooldown: time.Minute, Probes: 1}))
 	require.NoError(t, err)
 	for range 3 {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Millisecond)
@@ -315,14 +315,14 @@ func TestCallerCancellationNeverTripsTheBreaker(t *testing.T) {
 	cancel()
 	_, err = l.AllowN(cancelled, "k", limit, 1)
 	require.ErrorIs(t, err, context.Canceled)
-	require.Equal(t, fallback.BreakerClosed, l.State())
+	require.Equal(t, fallback.BreakerClosed, l.Stats().Breaker)
 }
 
 func TestBreakerRecoversThroughHalfOpenProbes(t *testing.T) {
 	store := &fakeStore{allowed: true, err: errors.New("connection refused")}
 	var mu sync.Mutex
 	var changes []string
-	l, err := fallback.New(store, fallback.WithBreaker(2, 50*time.Millisecond, 2),
+	l, err := fallback.New(store, fallback.WithBreaker(fallback.Breaker{Failures: 2, Cooldown: 50 * time.Millisecond, Probes: 2}),
 		fallback.WithStateChange(func(from, to fallback.BreakerState) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -333,15 +333,15 @@ func TestBreakerRecoversThroughHalfOpenProbes(t *testing.T) {
 		_, err := l.AllowN(t.Context(), "k", limit, 1)
 		require.NoError(t, err)
 	}
-	require.Equal(t, fallback.BreakerOpen, l.State())
+	require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker)
 	store.set(nil, nil) // the store is back
-	require.Eventually(t, func() bool { return l.State() == fallback.BreakerHalfOpen }, time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return l.Stats().Breaker == fallback.BreakerHalfOpen }, time.Second, 5*time.Millisecond)
 	for range 2 {
 		d, err := l.AllowN(t.Context(), "k", limit, 1)
 		require.NoError(t, err)
 		require.Equal(t, sluice.SourceStore, d.Source)
 	}
-	require.Equal(t, fallback.BreakerClosed, l.State())
+	require.Equal(t, fallback.BreakerClosed, l.Stats().Breaker)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []string{"closed->open", "open->half-open", "half-open->closed"}, changes)
@@ -357,9 +357,9 @@ func TestBadInput(t *testing.T) {
 		{nil, "fallback: option 1 is nil"},
 		{fallback.WithPolicy(nil), "fallback: WithPolicy(nil)"},
 		{fallback.WithTimeout(0), "fallback: WithTimeout(0s): must be positive"},
-		{fallback.WithBreaker(0, time.Second, 1), "fallback: WithBreaker(0, 1s, 1)"},
-		{fallback.WithBreaker(1, 0, 1), "fallback: WithBreaker(1, 0s, 1)"},
-		{fallback.WithBreaker(1, time.Second, 0), "fallback: WithBreaker(1, 1s, 0)"},
+		{fallback.WithBreaker(fallback.Breaker{Failures: -1}), "fallback: WithBreaker({Failures:-1 Cooldown:0s Probes:0}): no field may be negative"},
+		{fallback.WithBreaker(fallback.Breaker{Cooldown: -time.Second}), "no field may be negative"},
+		{fallback.WithBreaker(fallback.Breaker{Probes: -1}), "no field may be negative"},
 		{fallback.WithMaxInFlight(0), "fallback: WithMaxInFlight(0): must be at least 1"},
 		{fallback.WithStateChange(nil), "fallback: WithStateChange(nil)"},
 	} {
@@ -370,10 +370,10 @@ func TestBadInput(t *testing.T) {
 	require.Error(t, err)
 	// Invalid input is an error even while the breaker is open.
 	store := &fakeStore{err: errors.New("connection refused")}
-	l, err := fallback.New(store, fallback.WithBreaker(1, time.Minute, 1))
+	l, err := fallback.New(store, fallback.WithBreaker(fallback.Breaker{Failures: 1, Cooldown: time.Minute, Probes: 1}))
 	require.NoError(t, err)
 	_, _ = l.AllowN(t.Context(), "k", limit, 1)
-	require.Equal(t, fallback.BreakerOpen, l.State())
+	require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker)
 	_, err = l.AllowN(t.Context(), "", limit, 1)
 	require.ErrorIs(t, err, sluice.ErrInvalidKey)
 	_, err = l.AllowN(t.Context(), "k", sluice.Limit{}, 1)

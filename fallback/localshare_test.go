@@ -49,7 +49,7 @@ func TestLocalShareAtTheExtremes(t *testing.T) {
 				for _, n := range replicas {
 					policy, err := fallback.Local(local, fallback.Replicas(n))
 					require.NoError(t, err)
-					l, err := fallback.New(primary, fallback.WithPolicy(policy), fallback.WithBreaker(1, time.Hour, 1))
+					l, err := fallback.New(primary, fallback.WithPolicy(policy), fallback.WithBreaker(fallback.Breaker{Failures: 1, Cooldown: time.Hour, Probes: 1}))
 					require.NoError(t, err)
 					d, err := l.AllowN(t.Context(), "k", limit, 0)
 					require.NoError(t, err, "%s over %d", limit, n)

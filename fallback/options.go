@@ -48,16 +48,36 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
-// WithBreaker sets how many consecutive failures open the breaker, how
-// long it stays open, and how many probes it lets through half-open. The
-// defaults are [DefaultFailureThreshold], [DefaultCooldown] and
-// [DefaultProbes].
-func WithBreaker(failures int, cooldown time.Duration, probes int) Option {
+// Breaker is the circuit breaker's settings for [WithBreaker]; a zero
+// field keeps its default.
+type Breaker struct {
+	// Failures is how many consecutive failures open it (default
+	// [DefaultFailureThreshold]).
+	Failures int
+	// Cooldown is how long it stays open before letting probes through
+	// (default [DefaultCooldown]); the Closed policy's RetryAfter.
+	Cooldown time.Duration
+	// Probes is how many calls the half-open breaker lets through at once,
+	// and how many successes in a row close it (default [DefaultProbes]).
+	Probes int
+}
+
+// WithBreaker sets the circuit breaker's settings. A negative field is an
+// error.
+func WithBreaker(b Breaker) Option {
 	return func(c *config) error {
-		if failures < 1 || cooldown <= 0 || probes < 1 {
-			return fmt.Errorf("fallback: WithBreaker(%d, %s, %d): each must be positive", failures, cooldown, probes)
+		if b.Failures < 0 || b.Cooldown < 0 || b.Probes < 0 {
+			return fmt.Errorf("fallback: WithBreaker(%+v): no field may be negative", b)
 		}
-		c.threshold, c.cooldown, c.probes = failures, cooldown, probes
+		if b.Failures > 0 {
+			c.threshold = b.Failures
+		}
+		if b.Cooldown > 0 {
+			c.cooldown = b.Cooldown
+		}
+		if b.Probes > 0 {
+			c.probes = b.Probes
+		}
 		return nil
 	}
 }

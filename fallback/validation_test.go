@@ -47,11 +47,11 @@ func TestBadInputIsAnErrorWhateverTheBreaker(t *testing.T) {
 			bad  sluice.Limit // a limit the algorithm refuses
 		}{{"tokenbucket", tb, sluice.PerSecond(600_000)}, {"slidinglog", sl, sluice.PerSecond(20_000)}} {
 			t.Run(p.name+"/"+alg.name, func(t *testing.T) {
-				l, err := fallback.New(alg.next, fallback.WithPolicy(p.policy), fallback.WithBreaker(1, time.Minute, 1))
+				l, err := fallback.New(alg.next, fallback.WithPolicy(p.policy), fallback.WithBreaker(fallback.Breaker{Failures: 1, Cooldown: time.Minute, Probes: 1}))
 				require.NoError(t, err)
 				_, err = l.AllowN(t.Context(), "k", limit, 1)
 				require.NoError(t, err, "the policy decides a good request")
-				require.Equal(t, fallback.BreakerOpen, l.State())
+				require.Equal(t, fallback.BreakerOpen, l.Stats().Breaker)
 				for _, c := range []struct {
 					name  string
 					limit sluice.Limit
@@ -87,7 +87,7 @@ func TestLocalSharesAreValidAndKeepTheBound(t *testing.T) {
 			require.NoError(t, err)
 			policy, err := fallback.Local(local, fallback.Replicas(n))
 			require.NoError(t, err)
-			l, err := fallback.New(down, fallback.WithPolicy(policy), fallback.WithBreaker(1, time.Minute, 1))
+			l, err := fallback.New(down, fallback.WithPolicy(policy), fallback.WithBreaker(fallback.Breaker{Failures: 1, Cooldown: time.Minute, Probes: 1}))
 			require.NoError(t, err)
 			return l
 		}

@@ -53,7 +53,7 @@ func TestDegradedDecisionsSendNoInventedNumbers(t *testing.T) {
 	require.NoError(t, err)
 	limit := sluice.PerMinute(2)
 	serverWith := func(policy fallback.Policy) string {
-		l, err := fallback.New(down, fallback.WithPolicy(policy), fallback.WithBreaker(1, 5*time.Second, 1))
+		l, err := fallback.New(down, fallback.WithPolicy(policy), fallback.WithBreaker(fallback.Breaker{Failures: 1, Cooldown: 5 * time.Second, Probes: 1}))
 		require.NoError(t, err)
 		return newServer(t, []httplimit.Policy{{Name: "p", Limiter: l, Limit: limit}}).URL
 	}

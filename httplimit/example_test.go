@@ -40,7 +40,7 @@ func show(mw func(http.Handler) http.Handler, remoteAddr string) {
 // a key function that cannot work on this server (a Unix-socket listener).
 func Example_responses() {
 	clock := sluicetest.NewFakeClock(time.Unix(1_700_000_000, 0))
-	tb, _ := tokenbucket.New(memstore.NewWithClock(clock))
+	tb, _ := tokenbucket.New(memstore.New(memstore.WithClock(clock)))
 	mw, _ := httplimit.Middleware([]httplimit.Policy{{Name: "per-client", Limiter: tb, Limit: sluice.PerMinute(2)}})
 
 	fmt.Println("== allowed")
@@ -51,7 +51,7 @@ func Example_responses() {
 
 	fmt.Println("== degraded: the store is down, fallback.Closed")
 	down, _ := tokenbucket.New(brokenStore{})
-	closed, _ := fallback.New(down, fallback.WithPolicy(fallback.Closed()), fallback.WithBreaker(1, 5*time.Second, 1))
+	closed, _ := fallback.New(down, fallback.WithPolicy(fallback.Closed()), fallback.WithBreaker(fallback.Breaker{Failures: 1, Cooldown: 5 * time.Second, Probes: 1}))
 	degraded, _ := httplimit.Middleware([]httplimit.Policy{{Name: "per-client", Limiter: closed, Limit: sluice.PerMinute(2)}})
 	show(degraded, "203.0.113.7:4711")
 

@@ -7,7 +7,7 @@
 // [WithBatch] sets B, the tokens a lease asks for (default [DefaultBatch]);
 // a busy key's lease grows up to [WithMaxBatch], and a process holds fewer
 // than 2 × that of a key. [WithHold] sets how long leased tokens may be
-// spent before they are released; [ByHashTag] is for a go-redis Ring.
+// spent before they are released; [WithHashTagGroups] is for a go-redis Ring.
 // [Limiter.Close] releases every lease, giving back what was not spent;
 // later calls return [ErrClosed]. Example shows a lease taken, spent,
 // refunded into and released.

@@ -196,7 +196,9 @@ func TestProcessesOnRealRedis(t *testing.T) {
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
 	require.NoError(t, err)
 	defer client.Close()
-	tb, err := tokenbucket.New(rueidisstore.New(client))
+	store, err := rueidisstore.New(client)
+	require.NoError(t, err)
+	tb, err := tokenbucket.New(store)
 	require.NoError(t, err)
 	time.Sleep(time.Second + 1300*time.Millisecond)
 	g, err := tb.Lease(t.Context(), ext.LeaseRequest{Key: key, Limit: limit, Holder: 1, Hold: time.Second})
@@ -574,15 +576,17 @@ func TestLeasesOfManyKeysShareCalls(t *testing.T) {
 
 // TestByHashTagOnARing: a go-redis Ring runs a batch on the shard of its
 // first key and says nothing, so lease requests of keys on different
-// shards must not share a batch; with ByHashTag they go grouped by hash
+// shards must not share a batch; with WithHashTagGroups they go grouped by hash
 // tag, and every key admits exactly its burst.
 func TestByHashTagOnARing(t *testing.T) {
 	a, b := redistest.StartRedis(t), redistest.StartRedis(t)
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr(), "b": b.Addr()}, MaxRetries: -1})
 	t.Cleanup(func() { _ = ring.Close() })
-	tb, err := tokenbucket.New(goredisstore.New(ring))
+	store, err := goredisstore.New(ring)
 	require.NoError(t, err)
-	l, err := lease.New(tb, lease.WithBatch(5), lease.ByHashTag())
+	tb, err := tokenbucket.New(store)
+	require.NoError(t, err)
+	l, err := lease.New(tb, lease.WithBatch(5), lease.WithHashTagGroups())
 	require.NoError(t, err)
 	defer l.Close()
 	limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 20}

@@ -46,12 +46,12 @@ func WithMaxBatch(m int64) Option {
 	}
 }
 
-// ByHashTag makes only keys with the same hash tag share a batch of lease
+// WithHashTagGroups makes only keys with the same hash tag share a batch of lease
 // requests, from the start. Give it when next runs on a go-redis Ring,
 // which runs a batch on the shard of its first key and reports nothing; a
 // Redis Cluster is detected without it (its first cross-slot batch is
 // refused before it runs).
-func ByHashTag() Option {
+func WithHashTagGroups() Option {
 	return func(c *config) error {
 		c.byTag = true
 		return nil
@@ -59,12 +59,13 @@ func ByHashTag() Option {
 }
 
 // WithHold sets how long a lease's tokens may be spent before they are
-// released (default [DefaultHold]): whole milliseconds, 10 ms to 1 hour.
+// released (default [DefaultHold]): whole milliseconds from
+// [ext.MinLeaseHold] (10 ms) to [ext.MaxLeaseHold] (1 hour).
 // Shorter holds give idle tokens back sooner and cost more releases.
 func WithHold(d time.Duration) Option {
 	return func(c *config) error {
-		if d < 10*time.Millisecond || d > ext.MaxLeaseHold || d%time.Millisecond != 0 {
-			return fmt.Errorf("lease: WithHold(%s): must be whole milliseconds from 10ms to %s", d, ext.MaxLeaseHold)
+		if d < ext.MinLeaseHold || d > ext.MaxLeaseHold || d%time.Millisecond != 0 {
+			return fmt.Errorf("lease: WithHold(%s): must be whole milliseconds from %s to %s", d, ext.MinLeaseHold, ext.MaxLeaseHold)
 		}
 		c.hold = d
 		return nil

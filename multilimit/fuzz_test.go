@@ -43,7 +43,9 @@ func FuzzScriptMatchesModel(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-		script, err := multilimit.New(goredisstore.New(client), multilimit.WithClock(clock))
+		store, err := goredisstore.New(client)
+		require.NoError(t, err)
+		script, err := multilimit.New(store, multilimit.WithClock(clock))
 		require.NoError(t, err)
 		model, err := multilimit.New(memstore.New(), multilimit.WithClock(clock))
 		require.NoError(t, err)

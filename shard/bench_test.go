@@ -24,7 +24,9 @@ func BenchmarkHotTenant(b *testing.B) {
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cluster.Addrs(), DisableCache: true})
 	require.NoError(b, err)
 	b.Cleanup(client.Close)
-	tb, err := tokenbucket.New(rueidisstore.New(client))
+	store, err := rueidisstore.New(client)
+	require.NoError(b, err)
+	tb, err := tokenbucket.New(store)
 	require.NoError(b, err)
 	// 6,000/s splits into shares the token bucket accepts (1%-exact
 	// intervals); the burst is large enough that every request is allowed.

@@ -42,7 +42,7 @@ type bucket struct {
 func newBucket(t *testing.T) bucket {
 	t.Helper()
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	store := memstore.NewWithClock(clock)
+	store := memstore.New(memstore.WithClock(clock))
 	runs := &sluicetest.CountingStore{Store: store}
 	tb, err := tokenbucket.New(runs, tokenbucket.WithClock(clock))
 	require.NoError(t, err)
@@ -595,7 +595,7 @@ func (s *crossSlotStore) Run(ctx context.Context, script *sluice.Script, keys []
 // slots; a batch is split by hash tag once the store says so.
 func TestAllowBatchOnACluster(t *testing.T) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	store := &crossSlotStore{Store: memstore.NewWithClock(clock)}
+	store := &crossSlotStore{Store: memstore.New(memstore.WithClock(clock))}
 	tb, err := tokenbucket.New(store, tokenbucket.WithClock(clock))
 	require.NoError(t, err)
 	batch := as[sluice.BatchLimiter](t, newShard(t, tb, shard.WithShards(4)))
@@ -829,7 +829,8 @@ func TestOnCluster(t *testing.T) {
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cluster.Addrs(), DisableCache: true})
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
-	store := rueidisstore.New(client)
+	store, err := rueidisstore.New(client)
+	require.NoError(t, err)
 
 	t.Run("sub-keys land on min(S, primaries) nodes", func(t *testing.T) {
 		for s := 1; s <= 6; s++ {

@@ -89,6 +89,16 @@ func newBenchGoRedis(tb testing.TB, server *redistest.RedisServer) *redis.Client
 	return c
 }
 
+// newBenchStore returns a go-redis store on c.
+func newBenchStore(tb testing.TB, c redis.Scripter) *goredisstore.Store {
+	tb.Helper()
+	s, err := goredisstore.New(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 // newAlgorithmLimiter builds alg's limiter on store (server clock when
 // clock is nil).
 func newAlgorithmLimiter(tb testing.TB, alg sluicetest.Algorithm, store sluice.Store, clock sluice.Clock) sluicetest.Limiter {
@@ -324,7 +334,7 @@ func BenchmarkServerCost(b *testing.B) {
 	for i := range builtins.Algorithms {
 		alg := &builtins.Algorithms[i]
 		server := redistest.StartRedis(b)
-		store := goredisstore.New(newBenchGoRedis(b, server))
+		store := newBenchStore(b, newBenchGoRedis(b, server))
 		targets = append(targets, &costTarget{
 			name: alg.Name, server: server, store: store, alg: alg,
 			l: newAlgorithmLimiter(b, *alg, store, nil),
@@ -337,7 +347,7 @@ func BenchmarkServerCost(b *testing.B) {
 		server := redistest.StartRedis(b)
 		targets = append(targets, &costTarget{
 			name: f.name, server: server, script: f.script,
-			store: goredisstore.New(newBenchGoRedis(b, server)),
+			store: newBenchStore(b, newBenchGoRedis(b, server)),
 		})
 	}
 	servers := make([]*redistest.RedisServer, len(targets))
@@ -488,7 +498,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 		}
 		scripts = append(scripts, alg.Script)
 	}
-	if err := goredisstore.New(newBenchGoRedis(b, server)).Load(context.Background(), scripts...); err != nil {
+	if err := newBenchStore(b, newBenchGoRedis(b, server)).Load(context.Background(), scripts...); err != nil {
 		b.Fatal(err)
 	}
 	for _, c := range cases {
@@ -545,7 +555,7 @@ func memoryGrowth(tb testing.TB, server *redistest.RedisServer, c memoryCase, ke
 	before := settledMemory(tb, server)
 
 	client := newBenchGoRedis(tb, server)
-	l := newAlgorithmLimiter(tb, c.alg, goredisstore.New(client), nil)
+	l := newAlgorithmLimiter(tb, c.alg, newBenchStore(tb, client), nil)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, memoryWorkers)
@@ -725,7 +735,7 @@ func TestAccuracy(t *testing.T) {
 	for _, alg := range builtins.Algorithms {
 		for _, p := range accuracyPatterns(limit) {
 			clock := sluicetest.NewFakeClock(accuracyStart)
-			l := newAlgorithmLimiter(t, alg, memstore.NewWithClock(clock), clock)
+			l := newAlgorithmLimiter(t, alg, memstore.New(memstore.WithClock(clock)), clock)
 			key := sluice.Key("accuracy")
 			var admitted []int64
 			for _, off := range p.offsets {

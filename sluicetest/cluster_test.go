@@ -80,7 +80,11 @@ func TestClusterKeySlots(t *testing.T) {
 
 	gc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), MaxRetries: -1, PoolSize: 32})
 	t.Cleanup(func() { _ = gc.Close() })
-	for name, store := range map[string]sluice.Store{"go-redis": goredisstore.New(gc), "rueidis": rueidisstore.New(rc)} {
+	gs, err := goredisstore.New(gc)
+	require.NoError(t, err)
+	rs, err := rueidisstore.New(rc)
+	require.NoError(t, err)
+	for name, store := range map[string]sluice.Store{"go-redis": gs, "rueidis": rs} {
 		t.Run(name, func(t *testing.T) {
 			l, err := tokenbucket.New(store)
 			require.NoError(t, err)

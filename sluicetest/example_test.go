@@ -15,7 +15,7 @@ import (
 // decides by the time it sets, not the machine's.
 func ExampleFakeClock() {
 	clock := sluicetest.NewFakeClock(time.Unix(0, 0))
-	limiter, _ := tokenbucket.New(memstore.NewWithClock(clock))
+	limiter, _ := tokenbucket.New(memstore.New(memstore.WithClock(clock)))
 	limit := sluice.PerMinute(1)
 	d, _ := limiter.AllowN(context.Background(), "k", limit, 1)
 	fmt.Println(d.Allowed)

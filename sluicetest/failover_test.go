@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,7 +142,9 @@ func TestClusterFailover(t *testing.T) {
 				DialTimeout: 200 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond,
 			})
 			t.Cleanup(func() { _ = c.Close() })
-			return goredisstore.New(c)
+			s, err := goredisstore.New(c)
+			require.NoError(t, err)
+			return s
 		}},
 		{"rueidis", 2 * time.Second, func(t *testing.T, addrs []string) sluice.Store {
 			c, err := rueidis.NewClient(rueidis.ClientOption{
@@ -149,7 +152,9 @@ func TestClusterFailover(t *testing.T) {
 			})
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
-			return rueidisstore.New(c)
+			s, err := rueidisstore.New(c)
+			require.NoError(t, err)
+			return s
 		}},
 	}
 	for _, client := range clients {
@@ -215,7 +220,9 @@ func TestSentinelFailover(t *testing.T) {
 				DialTimeout: 200 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond,
 			})
 			t.Cleanup(func() { _ = c.Close() })
-			return goredisstore.New(c)
+			s, err := goredisstore.New(c)
+			require.NoError(t, err)
+			return s
 		}},
 		{"rueidis", time.Second, func(t *testing.T, sentinels []string) sluice.Store {
 			c, err := rueidis.NewClient(rueidis.ClientOption{
@@ -224,7 +231,9 @@ func TestSentinelFailover(t *testing.T) {
 			})
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
-			return rueidisstore.New(c)
+			s, err := rueidisstore.New(c)
+			require.NoError(t, err)
+			return s
 		}},
 	}
 	limit := sluice.Limit{Rate: 200, Period: time.Second, Burst: 1000}
@@ -265,10 +274,24 @@ func TestMinReplicasToWriteStopsAnIsolatedPrimary(t *testing.T) {
 	replica := redistest.StartReplica(t, primary, args...)
 	client := redis.NewClient(&redis.Options{Addr: primary.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
-	store, err := tokenbucket.New(goredisstore.New(client))
+	gs, err := goredisstore.New(client)
 	require.NoError(t, err)
-	l, err := fallback.New(store, fallback.WithPolicy(fallback.Closed()), fallback.WithBreaker(1_000_000, time.Second, 1))
+	store, err := tokenbucket.New(gs)
 	require.NoError(t, err)
+	l, err := fallback.New(store, fallback.WithPolicy(fallback.Closed()), fallback.WithBreaker(fallback.Breaker{Failures: 1_000_000, Cooldown: time.Second, Probes: 1}),
+		fallback.WithTimeout(time.Second)) // a loaded machine must not make the first call fall back
+	require.NoError(t, err)
+	// The primary accepts writes once it counts its replica as good (its
+	// link up and its lag within max-lag): wait for that, however long the
+	// machine's load makes it take.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		info, err := client.Info(t.Context(), "replication").Result()
+		require.NoError(t, err)
+		if strings.Contains(info, "min_slaves_good_slaves:1") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the primary never counted its replica as good:\n%s", info)
+	}
 	key := sluice.Key(sluicetest.UniqueKey(t))
 	limit := sluice.PerSecond(1000)
 	d, err := l.AllowN(t.Context(), key, limit, 1)

@@ -28,7 +28,8 @@ func TestEveryScriptFailsCleanlyWhenRedisIsOutOfMemory(t *testing.T) {
 	server := redistest.StartRedis(t, "--maxmemory-policy", "noeviction")
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
-	store := goredisstore.New(client)
+	store, err := goredisstore.New(client)
+	require.NoError(t, err)
 	ctx := t.Context()
 	limit := sluice.Limit{Rate: 1000, Period: time.Hour, Burst: 1000}
 

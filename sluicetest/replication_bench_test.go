@@ -24,7 +24,11 @@ func BenchmarkWaitForReplica(b *testing.B) {
 	b.Cleanup(func() { _ = client.Close() })
 	conn := client.Conn()
 	b.Cleanup(func() { _ = conn.Close() })
-	l, err := tokenbucket.New(goredisstore.New(conn))
+	store, err := goredisstore.New(conn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := tokenbucket.New(store)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -32,7 +32,9 @@ var documentedClients = []struct {
 			DialTimeout: 200 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond,
 		})
 		t.Cleanup(func() { _ = c.Close() })
-		return goredisstore.New(c)
+		s, err := goredisstore.New(c)
+		require.NoError(t, err)
+		return s
 	}},
 	{"rueidis", func(t *testing.T, addr string) sluice.Store {
 		c, err := rueidis.NewClient(rueidis.ClientOption{
@@ -40,7 +42,9 @@ var documentedClients = []struct {
 		})
 		require.NoError(t, err)
 		t.Cleanup(c.Close)
-		return rueidisstore.New(c)
+		s, err := rueidisstore.New(c)
+		require.NoError(t, err)
+		return s
 	}},
 }
 

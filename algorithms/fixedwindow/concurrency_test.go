@@ -64,7 +64,9 @@ func TestBoundaryBurst(t *testing.T) {
 	server := redistest.SharedRedis(t)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1, PoolSize: 16})
 	t.Cleanup(func() { _ = client.Close() })
-	l, err := fixedwindow.New(goredisstore.New(client))
+	store, err := goredisstore.New(client)
+	require.NoError(t, err)
+	l, err := fixedwindow.New(store)
 	require.NoError(t, err)
 	limit := sluice.Limit{Rate: 50, Period: time.Second, Burst: 1}
 	key := sluice.Key(sluicetest.UniqueKey(t))

@@ -83,6 +83,26 @@ func newRueidis(tb testing.TB, server *redistest.RedisServer) rueidis.Client {
 	return c
 }
 
+// newGoRedisStore returns a go-redis store on c.
+func newGoRedisStore(tb testing.TB, c redis.Scripter) *goredisstore.Store {
+	tb.Helper()
+	s, err := goredisstore.New(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// newRueidisStore returns a rueidis store on c.
+func newRueidisStore(tb testing.TB, c rueidis.Client) *rueidisstore.Store {
+	tb.Helper()
+	s, err := rueidisstore.New(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 func newLimiter(tb testing.TB, store sluice.Store) *tokenbucket.Limiter {
 	tb.Helper()
 	l, err := tokenbucket.New(store)
@@ -118,8 +138,8 @@ func BenchmarkAllowN(b *testing.B) {
 		l    *tokenbucket.Limiter
 	}{
 		{"model", newLimiter(b, memstore.New())},
-		{"go-redis", newLimiter(b, goredisstore.New(goClient))},
-		{"rueidis", newLimiter(b, rueidisstore.New(rueClient))},
+		{"go-redis", newLimiter(b, newGoRedisStore(b, goClient))},
+		{"rueidis", newLimiter(b, newRueidisStore(b, rueClient))},
 	}
 	for _, nkeys := range []int{1, manyKeys} {
 		keys := benchKeys(nkeys)
@@ -199,9 +219,9 @@ func BenchmarkLatency(b *testing.B) {
 		store sluice.Store
 	}{
 		{"go-redis", func(ctx context.Context) error { return goClient.Ping(ctx).Err() },
-			goredisstore.New(goClient)},
+			newGoRedisStore(b, goClient)},
 		{"rueidis", func(ctx context.Context) error { return rueClient.Do(ctx, rueClient.B().Ping().Build()).Error() },
-			rueidisstore.New(rueClient)},
+			newRueidisStore(b, rueClient)},
 	}
 	// The bucket stores key at "rl:{latency}:tb"; the floor's key has the
 	// same length.
@@ -298,8 +318,8 @@ var floorScript = sluice.NewScript(floorSource, nil)
 func BenchmarkServerCost(b *testing.B) {
 	bucketServer := redistest.StartRedis(b)
 	floorServer := redistest.StartRedis(b)
-	bucketStore := goredisstore.New(newGoRedis(b, bucketServer))
-	floorStore := goredisstore.New(newGoRedis(b, floorServer))
+	bucketStore := newGoRedisStore(b, newGoRedis(b, bucketServer))
+	floorStore := newGoRedisStore(b, newGoRedis(b, floorServer))
 	bucket := newLimiter(b, bucketStore)
 	workloads := []struct {
 		name  string
@@ -472,7 +492,7 @@ func storedKeys(keys []string) []string {
 func BenchmarkMemoryPerKey(b *testing.B) {
 	server := redistest.StartRedis(b)
 	client := newRueidis(b, server)
-	l := newLimiter(b, rueidisstore.New(client))
+	l := newLimiter(b, newRueidisStore(b, client))
 	shapes := []memoryShape{
 		{name: "short", keys: shortKeys(memoryKeys), maxStored: 12},
 		{name: "typical", keys: benchKeys(memoryKeys), maxStored: 30},

@@ -83,7 +83,11 @@ func ServeScenarios() []Scenario {
 func ServeSubjects() []Subject {
 	return []Subject{
 		{Name: ServeDirectTokenBucket, Remote: true, Ping: pingGoRedis, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
-			l, err := tokenbucket.New(goredisstore.New(c.GoRedis))
+			store, err := goredisstore.New(c.GoRedis)
+			if err != nil {
+				return nil, nil, fmt.Errorf("go-redis store: %w", err)
+			}
+			l, err := tokenbucket.New(store)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -102,7 +106,11 @@ func ServeSubjects() []Subject {
 			return serveOverGRPC(c, "tokenbucket", limit)
 		}},
 		{Name: ServeDirectFixedWindow, Remote: true, Ping: pingGoRedis, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
-			l, err := fixedwindow.New(goredisstore.New(c.GoRedis))
+			store, err := goredisstore.New(c.GoRedis)
+			if err != nil {
+				return nil, nil, fmt.Errorf("go-redis store: %w", err)
+			}
+			l, err := fixedwindow.New(store)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -159,8 +167,12 @@ func newServeServer(c Clients, algorithm string, limit sluice.Limit) (*serve.Ser
 	if limit.Burst != limit.Rate {
 		config += fmt.Sprintf("    burst: %d\n", limit.Burst)
 	}
+	store, err := goredisstore.New(c.GoRedis)
+	if err != nil {
+		return nil, nil, fmt.Errorf("go-redis store: %w", err)
+	}
 	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	srv, err := serve.New([]byte(config), goredisstore.New(c.GoRedis), meters, slog.New(slog.DiscardHandler))
+	srv, err := serve.New([]byte(config), store, meters, slog.New(slog.DiscardHandler))
 	if err != nil {
 		_ = meters.Shutdown(context.Background())
 		return nil, nil, err

@@ -82,11 +82,19 @@ func pingVia(goRedis bool) func(c Clients) Decide {
 
 // store is a Sluice store on rueidis where available, or on go-redis
 // (always, with goRedis).
-func (c Clients) store(goRedis bool) sluice.Store {
+func (c Clients) store(goRedis bool) (sluice.Store, error) {
 	if c.Rueidis != nil && !goRedis {
-		return rueidisstore.New(c.Rueidis)
+		s, err := rueidisstore.New(c.Rueidis)
+		if err != nil {
+			return nil, fmt.Errorf("rueidis store: %w", err)
+		}
+		return s, nil
 	}
-	return goredisstore.New(c.GoRedis)
+	s, err := goredisstore.New(c.GoRedis)
+	if err != nil {
+		return nil, fmt.Errorf("go-redis store: %w", err)
+	}
+	return s, nil
 }
 
 func sluiceSubject(name string, build func(sluice.Store) (sluice.Limiter, error)) Subject {
@@ -97,7 +105,10 @@ func sluiceSubject(name string, build func(sluice.Store) (sluice.Limiter, error)
 // with goRedis, always on go-redis.
 func sluiceSubjectVia(name string, goRedis bool, build func(sluice.Store) (sluice.Limiter, error)) Subject {
 	return Subject{Name: "sluice/" + name, Remote: true, Ping: pingVia(goRedis), New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
-		store := c.store(goRedis)
+		store, err := c.store(goRedis)
+		if err != nil {
+			return nil, nil, err
+		}
 		l, err := build(store)
 		if err != nil {
 			return nil, nil, err
@@ -144,7 +155,10 @@ func Subjects() []Subject {
 		sluiceSubject("slidinglog", func(s sluice.Store) (sluice.Limiter, error) { return slidinglog.New(s) }),
 		sluiceSubject("fixedwindow", func(s sluice.Store) (sluice.Limiter, error) { return fixedwindow.New(s) }),
 		{Name: "sluice/tokenbucket+lease(B=100)", Remote: true, Ping: pingVia(false), New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
-			store := c.store(false)
+			store, err := c.store(false)
+			if err != nil {
+				return nil, nil, err
+			}
 			tb, err := tokenbucket.New(store)
 			if err != nil {
 				return nil, nil, err
@@ -156,7 +170,10 @@ func Subjects() []Subject {
 			return decideWith(l, limit), func() { _ = l.Close() }, nil
 		}},
 		{Name: "sluice/tokenbucket+fallback+sluiceotel", Remote: true, Ping: pingVia(false), New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
-			store := c.store(false)
+			store, err := c.store(false)
+			if err != nil {
+				return nil, nil, err
+			}
 			tb, err := tokenbucket.New(store)
 			if err != nil {
 				return nil, nil, err

@@ -279,7 +279,7 @@ func simulate(ctx context.Context, cfg demoConfig, shared sluice.Store, tag stri
 		clock := newFakeClock(simulationStart())
 		pods := make([]sluice.Limiter, n)
 		for i := range pods {
-			l, err := tokenbucket.New(memstore.NewWithClock(clock), tokenbucket.WithClock(clock))
+			l, err := tokenbucket.New(memstore.New(memstore.WithClock(clock)), tokenbucket.WithClock(clock))
 			if err != nil {
 				return demoResult{}, err
 			}
@@ -368,8 +368,12 @@ func openSharedStore(ctx context.Context, cfg demoConfig, tag string) (*sharedSt
 	if err := client.Ping(pingCtx).Err(); err != nil {
 		return nil, errors.Join(fmt.Errorf("connect to Redis at %s: %w", opts.Addr, err), client.Close())
 	}
+	store, err := goredisstore.New(client)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("store on Redis at %s: %w", opts.Addr, err), client.Close())
+	}
 	return &sharedStore{
-		store:  goredisstore.New(client),
+		store:  store,
 		name:   fmt.Sprintf("Redis at %s, database %d", opts.Addr, opts.DB),
 		detail: fmt.Sprintf("through go-redis; keys %s, deleted at the end", sluice.Key(tag, "*")),
 		close: func(ctx context.Context, keys []string) error {

@@ -137,16 +137,31 @@ func OpenStore(backend string, addrs []string, poolSize int) (sluice.Store, func
 	switch backend {
 	case "go-redis":
 		c := redis.NewClient(&redis.Options{Addr: addrs[0], MaxRetries: -1, PoolSize: poolSize})
-		return goredisstore.New(c), func() { _ = c.Close() }, nil
+		s, err := goredisstore.New(c)
+		if err != nil {
+			_ = c.Close()
+			return nil, nil, fmt.Errorf("sluicetest: go-redis store: %w", err)
+		}
+		return s, func() { _ = c.Close() }, nil
 	case "cluster/go-redis":
 		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: poolSize})
-		return goredisstore.New(c), func() { _ = c.Close() }, nil
+		s, err := goredisstore.New(c)
+		if err != nil {
+			_ = c.Close()
+			return nil, nil, fmt.Errorf("sluicetest: go-redis cluster store: %w", err)
+		}
+		return s, func() { _ = c.Close() }, nil
 	case "rueidis", "cluster/rueidis":
 		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, DisableCache: true})
 		if err != nil {
 			return nil, nil, fmt.Errorf("sluicetest: rueidis: %w", err)
 		}
-		return rueidisstore.New(c), c.Close, nil
+		s, err := rueidisstore.New(c)
+		if err != nil {
+			c.Close()
+			return nil, nil, fmt.Errorf("sluicetest: rueidis store: %w", err)
+		}
+		return s, c.Close, nil
 	}
 	return nil, nil, fmt.Errorf("sluicetest: unknown backend %q", backend)
 }

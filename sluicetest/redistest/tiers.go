@@ -39,7 +39,11 @@ func GoRedisTier(t *testing.T, server *RedisServer) sluicetest.Tier {
 	t.Cleanup(func() { _ = client.Close() })
 	tier := goRedisInspect(client)
 	tier.Name = "redis/go-redis"
-	tier.Store = goredisstore.New(client)
+	store, err := goredisstore.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tier.Store = store
 	return tier
 }
 
@@ -54,7 +58,11 @@ func RueidisTier(t *testing.T, server *RedisServer) sluicetest.Tier {
 	t.Cleanup(func() { _ = inspect.Close() })
 	tier := goRedisInspect(inspect)
 	tier.Name = "redis/rueidis"
-	tier.Store = rueidisstore.New(client)
+	store, err := rueidisstore.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tier.Store = store
 	return tier
 }
 
@@ -65,7 +73,11 @@ func GoRedisClusterTier(t *testing.T, cluster *RedisCluster) sluicetest.Tier {
 	t.Cleanup(func() { _ = client.Close() })
 	tier := goRedisInspect(client)
 	tier.Name = "cluster/go-redis"
-	tier.Store = goredisstore.New(client)
+	store, err := goredisstore.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tier.Store = store
 	return tier
 }
 
@@ -81,7 +93,11 @@ func RueidisClusterTier(t *testing.T, cluster *RedisCluster) sluicetest.Tier {
 	t.Cleanup(func() { _ = inspect.Close() })
 	tier := goRedisInspect(inspect)
 	tier.Name = "cluster/rueidis"
-	tier.Store = rueidisstore.New(client)
+	store, err := rueidisstore.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tier.Store = store
 	return tier
 }
 

@@ -45,7 +45,9 @@ func FuzzScriptMatchesModel(f *testing.F, alg sluicetest.Algorithm) {
 	}, alg.Limits...)
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-		script, err := alg.New(goredisstore.New(client), clock)
+		store, err := goredisstore.New(client)
+		require.NoError(t, err)
+		script, err := alg.New(store, clock)
 		require.NoError(t, err)
 		model, err := alg.New(memstore.New(), clock)
 		require.NoError(t, err)

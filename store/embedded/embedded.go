@@ -54,10 +54,16 @@ func Start() (*Store, error) {
 		Addr:       server.Addr(),
 		MaxRetries: -1, // a retried script could charge twice
 	})
+	store, err := goredisstore.New(client)
+	if err != nil {
+		_ = client.Close()
+		server.Close()
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
 	s := &Store{
 		server:   server,
 		client:   client,
-		store:    goredisstore.New(client),
+		store:    store,
 		stop:     make(chan struct{}),
 		lastTick: time.Now(),
 	}

@@ -21,7 +21,11 @@ func Example() {
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer client.Close()
 
-	limiter, _ := tokenbucket.New(goredisstore.New(client))
+	store, err := goredisstore.New(client)
+	if err != nil {
+		panic(err)
+	}
+	limiter, _ := tokenbucket.New(store)
 	d, err := limiter.AllowN(context.Background(), sluice.Key("tenant:42"), sluice.PerSecond(10), 1)
 	fmt.Println(d.Allowed, d.Remaining, err)
 	// Output:

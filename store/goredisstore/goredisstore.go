@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
@@ -36,10 +37,27 @@ type Store struct {
 var _ sluice.Store = (*Store)(nil)
 
 // New returns a Store on client. It does no I/O and never closes client.
-// A nil client makes every Run fail with an error. It takes no options:
-// the client's own settings are the store's (docs/failure.md).
-func New(client redis.Scripter) *Store {
-	return &Store{client: client}
+// It refuses a nil client, including a nil pointer of a client type such
+// as (*redis.Client)(nil). It takes no options: the client's own settings
+// are the store's (docs/failure.md).
+func New(client redis.Scripter) (*Store, error) {
+	if isNil(client) {
+		return nil, errors.New("goredisstore: the client must not be nil")
+	}
+	return &Store{client: client}, nil
+}
+
+// isNil reports whether c is nil or holds a nil pointer (or other nil
+// value) of a concrete type.
+func isNil(c any) bool {
+	if c == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(c); v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return v.IsNil()
+	}
+	return false
 }
 
 // Run runs script with EVALSHA, and once with EVAL if the server does not
@@ -47,9 +65,6 @@ func New(client redis.Scripter) *Store {
 func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
-	}
-	if s.client == nil {
-		return nil, errors.New("goredisstore: nil client")
 	}
 	argv := make([]any, len(args))
 	for i, a := range args {
@@ -84,9 +99,6 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 func (s *Store) Load(ctx context.Context, scripts ...*sluice.Script) error {
 	if ctx == nil {
 		return sluice.ErrNilContext
-	}
-	if s.client == nil {
-		return errors.New("goredisstore: nil client")
 	}
 	for _, sc := range scripts {
 		var err error

@@ -33,14 +33,17 @@ func newClient(t *testing.T, server *redistest.RedisServer) *redis.Client {
 
 func TestScriptCacheLoss(t *testing.T) {
 	builtins.RunScriptCacheLoss(t, func(t *testing.T, server *redistest.RedisServer) sluice.Store {
-		return goredisstore.New(newClient(t, server))
+		s, err := goredisstore.New(newClient(t, server))
+		require.NoError(t, err)
+		return s
 	})
 }
 
 func TestLoadPreloadsScripts(t *testing.T) {
 	server := redistest.StartRedis(t)
 	c := newClient(t, server)
-	s := goredisstore.New(c)
+	s, err := goredisstore.New(c)
+	require.NoError(t, err)
 	require.NoError(t, s.Load(t.Context(), tokenbucket.Script()))
 	exists, err := c.ScriptExists(t.Context(), tokenbucket.Script().SHA1()).Result()
 	require.NoError(t, err)
@@ -63,8 +66,9 @@ func TestClusterCrossSlot(t *testing.T) {
 	cluster := redistest.SharedCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	s := goredisstore.New(c)
-	_, err := s.Run(t.Context(), tokenbucket.Script(), []string{sluice.Key("a"), sluice.Key("b")}, []int64{1, 1000000, 1, 1})
+	s, err := goredisstore.New(c)
+	require.NoError(t, err)
+	_, err = s.Run(t.Context(), tokenbucket.Script(), []string{sluice.Key("a"), sluice.Key("b")}, []int64{1, 1000000, 1, 1})
 	require.ErrorIs(t, err, sluice.ErrCrossSlot)
 	require.Equal(t, "CROSSSLOT", ext.ServerCode(err))
 	got, err := s.Run(t.Context(), sluice.NewScript("return {#KEYS}", nil), []string{sluice.Key("a", "x"), sluice.Key("a", "y")}, nil)
@@ -74,15 +78,27 @@ func TestClusterCrossSlot(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	server := redistest.SharedRedis(t)
-	builtins.RunStoreErrors(t, server, goredisstore.New(newClient(t, server)))
+	s, err := goredisstore.New(newClient(t, server))
+	require.NoError(t, err)
+	builtins.RunStoreErrors(t, server, s)
 	t.Run("nil client", func(t *testing.T) {
-		_, err := goredisstore.New(nil).Run(t.Context(), tokenbucket.Script(), []string{"k"}, []int64{1, 1000000, 1, 1})
-		require.Error(t, err)
+		for name, c := range map[string]redis.Scripter{
+			"nil":                      nil,
+			"nil *redis.Client":        (*redis.Client)(nil),
+			"nil *redis.ClusterClient": (*redis.ClusterClient)(nil),
+			"nil *redis.Ring":          (*redis.Ring)(nil),
+		} {
+			s, err := goredisstore.New(c)
+			require.EqualError(t, err, "goredisstore: the client must not be nil", name)
+			require.Nil(t, s, name)
+		}
 	})
 	t.Run("an unreachable server is an error, not a decision", func(t *testing.T) {
 		dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 		t.Cleanup(func() { _ = dead.Close() })
-		l, err := tokenbucket.New(goredisstore.New(dead))
+		s, err := goredisstore.New(dead)
+		require.NoError(t, err)
+		l, err := tokenbucket.New(s)
 		require.NoError(t, err)
 		_, err = l.AllowN(t.Context(), "k", sluice.PerSecond(1), 1)
 		require.Error(t, err)

@@ -66,14 +66,30 @@ type entry struct {
 	expiresAtUs int64
 }
 
-// New returns an empty in-process store on [sluice.SystemClock]. Like the
-// Redis stores it takes no options; [NewWithClock] sets the clock.
-func New() *Store { return NewWithClock(nil) }
+// Option configures a [Store].
+type Option func(*config)
 
-// NewWithClock returns an empty in-process store whose clock plays the part
-// of Redis TIME and drives expiry. A nil clock is [sluice.SystemClock], as
-// in [New].
-func NewWithClock(clock sluice.Clock) *Store {
+type config struct {
+	clock sluice.Clock
+}
+
+// WithClock sets the clock that plays the part of Redis TIME and drives
+// expiry (default [sluice.SystemClock]). A nil clock means the system
+// clock, as if the option were omitted.
+func WithClock(clock sluice.Clock) Option {
+	return func(c *config) { c.clock = clock }
+}
+
+// New returns an empty in-process store, on [sluice.SystemClock] unless
+// [WithClock] says otherwise. It cannot fail: a nil option is ignored.
+func New(opts ...Option) *Store {
+	var cfg config
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&cfg)
+		}
+	}
+	clock := cfg.clock
 	if clock == nil {
 		clock = sluice.SystemClock{}
 	}

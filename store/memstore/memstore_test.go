@@ -29,7 +29,7 @@ var counter = sluice.NewScript("-- test only", func(tx sluice.LocalTx, keys []st
 
 func TestExpiry(t *testing.T) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	s := memstore.NewWithClock(clock)
+	s := memstore.New(memstore.WithClock(clock))
 	ctx := t.Context()
 	got, err := s.Run(ctx, counter, []string{"a"}, []int64{5, 1000})
 	require.NoError(t, err)
@@ -51,9 +51,21 @@ func TestExpiry(t *testing.T) {
 	require.Equal(t, []int64{1}, got, "an expired key starts from nothing")
 }
 
+// WithClock(nil) is the system clock, as is no option at all.
+func TestNilClockIsSystemClock(t *testing.T) {
+	for name, s := range map[string]*memstore.Store{"no option": memstore.New(), "WithClock(nil)": memstore.New(memstore.WithClock(nil))} {
+		_, err := s.Run(t.Context(), counter, []string{"a"}, []int64{1, 60_000})
+		require.NoError(t, err, name)
+		ttl, ok := s.TTL("a")
+		require.True(t, ok, name)
+		require.Greater(t, ttl, 50*time.Second, name)
+		require.LessOrEqual(t, ttl, time.Minute, name)
+	}
+}
+
 func TestExpiredEntriesAreSwept(t *testing.T) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	s := memstore.NewWithClock(clock)
+	s := memstore.New(memstore.WithClock(clock))
 	for i := range 100_000 {
 		_, err := s.Run(t.Context(), counter, []string{strconv.Itoa(i)}, []int64{1, 10})
 		require.NoError(t, err)
@@ -69,7 +81,7 @@ func TestExpiredEntriesAreSwept(t *testing.T) {
 
 func TestSpikeIsForgotten(t *testing.T) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	s := memstore.NewWithClock(clock)
+	s := memstore.New(memstore.WithClock(clock))
 	for i := range 200_000 {
 		_, err := s.Run(t.Context(), counter, []string{strconv.Itoa(i)}, []int64{1, 1000})
 		require.NoError(t, err)

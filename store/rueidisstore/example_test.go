@@ -24,7 +24,11 @@ func Example() {
 	}
 	defer client.Close()
 
-	limiter, _ := tokenbucket.New(rueidisstore.New(client))
+	store, err := rueidisstore.New(client)
+	if err != nil {
+		panic(err)
+	}
+	limiter, _ := tokenbucket.New(store)
 	d, err := limiter.AllowN(context.Background(), sluice.Key("tenant:42"), sluice.PerSecond(10), 1)
 	fmt.Println(d.Allowed, d.Remaining, err)
 	// Output:

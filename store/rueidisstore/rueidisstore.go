@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"syscall"
 
@@ -50,10 +51,27 @@ var _ sluice.Store = (*Store)(nil)
 var ErrCrossSlot = fmt.Errorf("rueidisstore: %w", sluice.ErrCrossSlot)
 
 // New returns a Store on client. It does no I/O and never closes client.
-// A nil client makes every Run fail with an error. It takes no options:
-// the client's own settings are the store's.
-func New(client rueidis.Client) *Store {
-	return &Store{client: client, slotted: client != nil && checksSlots(client)}
+// It refuses a nil client, including an interface holding a nil pointer.
+// It takes no options: the client's own settings are the store's.
+func New(client rueidis.Client) (*Store, error) {
+	if isNil(client) {
+		return nil, errors.New("rueidisstore: the client must not be nil")
+	}
+	return &Store{client: client, slotted: checksSlots(client)}, nil
+}
+
+// isNil reports whether c is nil or holds a nil pointer (or other nil
+// value) of a concrete type. rueidis's client types are unexported, hence
+// reflect rather than a type switch.
+func isNil(c any) bool {
+	if c == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(c); v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return v.IsNil()
+	}
+	return false
 }
 
 // Run runs script with EVALSHA, and once with EVAL if the server does not
@@ -62,9 +80,6 @@ func New(client rueidis.Client) *Store {
 func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
-	}
-	if s.client == nil {
-		return nil, errors.New("rueidisstore: nil client")
 	}
 	if s.slotted {
 		for _, k := range keys[min(1, len(keys)):] {
@@ -140,9 +155,6 @@ func closedBeforeReply(err error) bool {
 func (s *Store) Load(ctx context.Context, scripts ...*sluice.Script) error {
 	if ctx == nil {
 		return sluice.ErrNilContext
-	}
-	if s.client == nil {
-		return errors.New("rueidisstore: nil client")
 	}
 	for _, sc := range scripts {
 		for addr, node := range s.client.Nodes() {

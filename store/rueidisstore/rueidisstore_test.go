@@ -24,14 +24,17 @@ func newClient(t *testing.T, server *redistest.RedisServer) rueidis.Client {
 
 func TestScriptCacheLoss(t *testing.T) {
 	builtins.RunScriptCacheLoss(t, func(t *testing.T, server *redistest.RedisServer) sluice.Store {
-		return rueidisstore.New(newClient(t, server))
+		s, err := rueidisstore.New(newClient(t, server))
+		require.NoError(t, err)
+		return s
 	})
 }
 
 func TestLoadPreloadsScripts(t *testing.T) {
 	server := redistest.StartRedis(t)
 	c := newClient(t, server)
-	s := rueidisstore.New(c)
+	s, err := rueidisstore.New(c)
+	require.NoError(t, err)
 	require.NoError(t, s.Load(t.Context(), tokenbucket.Script()))
 	exists, err := c.Do(t.Context(), c.B().ScriptExists().Sha1(tokenbucket.Script().SHA1()).Build()).AsIntSlice()
 	require.NoError(t, err)
@@ -52,7 +55,8 @@ func TestClusterCrossSlot(t *testing.T) {
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cluster.Addrs(), DisableCache: true})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	s := rueidisstore.New(c)
+	s, err := rueidisstore.New(c)
+	require.NoError(t, err)
 	_, err = s.Run(t.Context(), tokenbucket.Script(), []string{sluice.Key("a"), sluice.Key("b")}, []int64{1, 1000000, 1, 1})
 	require.ErrorIs(t, err, rueidisstore.ErrCrossSlot, "an error, not the command builder's panic")
 	require.ErrorIs(t, err, sluice.ErrCrossSlot)
@@ -63,9 +67,21 @@ func TestClusterCrossSlot(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	server := redistest.SharedRedis(t)
-	builtins.RunStoreErrors(t, server, rueidisstore.New(newClient(t, server)))
+	s, err := rueidisstore.New(newClient(t, server))
+	require.NoError(t, err)
+	builtins.RunStoreErrors(t, server, s)
 	t.Run("nil client", func(t *testing.T) {
-		_, err := rueidisstore.New(nil).Run(t.Context(), tokenbucket.Script(), []string{"k"}, []int64{1, 1000000, 1, 1})
-		require.Error(t, err)
+		s, err := rueidisstore.New(nil)
+		require.EqualError(t, err, "rueidisstore: the client must not be nil")
+		require.Nil(t, s)
+		// An interface holding a nil pointer is refused too.
+		var typedNil *nilClient
+		s, err = rueidisstore.New(typedNil)
+		require.EqualError(t, err, "rueidisstore: the client must not be nil")
+		require.Nil(t, s)
 	})
 }
+
+// nilClient is a rueidis.Client implementation whose nil pointer stands in
+// for a typed nil client (rueidis's own client types are unexported).
+type nilClient struct{ rueidis.Client }

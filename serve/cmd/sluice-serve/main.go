@@ -207,5 +207,11 @@ func openStore(url string, logger *slog.Logger) (sluice.Store, func(), error) {
 		stopRedis()
 		return nil, nil, fmt.Errorf("--redis %s: Redis does not answer: %w", url, err)
 	}
-	return goredisstore.New(client), func() { _ = client.Close(); stopRedis() }, nil
+	store, err := goredisstore.New(client)
+	if err != nil {
+		_ = client.Close()
+		stopRedis()
+		return nil, nil, fmt.Errorf("--redis %s: %w", url, err)
+	}
+	return store, func() { _ = client.Close(); stopRedis() }, nil
 }

@@ -343,7 +343,9 @@ func TestShutdownReturnsLeasedTokens(t *testing.T) {
 
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
-	bucket, err := tokenbucket.New(goredisstore.New(client))
+	store, err := goredisstore.New(client)
+	require.NoError(t, err)
+	bucket, err := tokenbucket.New(store)
 	require.NoError(t, err)
 	key := sluice.Key("u1", "serve", "edge", "p")
 	limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 100}
