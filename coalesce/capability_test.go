@@ -84,24 +84,12 @@ func TestLeaseAndReleaseReachTheLeaserUnchanged(t *testing.T) {
 		"exactly what the wrapped limiter serves")
 }
 
-// requireNotClaimed requires that l's own type claims no capability but
-// batches, which a coalesce.Limiter always serves: the others it serves
-// only through sluice.As, when the wrapped limiter does.
-func requireNotClaimed(t *testing.T, l *coalesce.Limiter) {
+// requireNotClaimed requires that l's own type implements exactly what it always
+// serves (batch): every other optional interface it serves only through
+// sluice.As, when the limiter it wraps does.
+func requireNotClaimed(t *testing.T, l sluice.Limiter) {
 	t.Helper()
-	var lim sluice.Limiter = l
-	_, ok := lim.(sluice.BatchLimiter)
-	require.True(t, ok, "AllowBatch is always served")
-	_, ok = lim.(sluice.Refunder)
-	require.False(t, ok)
-	_, ok = lim.(sluice.Resetter)
-	require.False(t, ok)
-	_, ok = lim.(sluice.Bounded)
-	require.False(t, ok)
-	_, ok = lim.(ext.Leaser)
-	require.False(t, ok)
-	_, ok = lim.(ext.LeaseBatcher)
-	require.False(t, ok)
+	require.Equal(t, []string{"batch"}, sluicetest.OwnCapabilities(l), "%T", l)
 }
 
 // batchLeaser takes batches of decisions and of leases, recording each

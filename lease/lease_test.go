@@ -407,24 +407,12 @@ func TestOnlyALeaserCanBeLeasedFrom(t *testing.T) {
 	require.NoError(t, l.Close())
 }
 
-// requireOwnType requires that l's own type claims batches and Capacity,
-// which a lease.Limiter always serves, and none of the optional interfaces
-// it serves only through sluice.As (refunds and resets, when the wrapped
-// limiter does) or never (leases).
+// requireOwnType requires that l's own type implements exactly what it always
+// serves (batch, bound): every other optional interface it serves only through
+// sluice.As, when the limiter it wraps does.
 func requireOwnType(t *testing.T, l sluice.Limiter) {
 	t.Helper()
-	_, ok := l.(sluice.BatchLimiter)
-	require.True(t, ok, "%T always serves batches", l)
-	_, ok = l.(sluice.Bounded)
-	require.True(t, ok, "%T always serves Capacity", l)
-	_, ok = l.(sluice.Refunder)
-	require.False(t, ok, "%T claims Refunder", l)
-	_, ok = l.(sluice.Resetter)
-	require.False(t, ok, "%T claims Resetter", l)
-	_, ok = l.(ext.Leaser)
-	require.False(t, ok, "%T claims Leaser", l)
-	_, ok = l.(ext.LeaseBatcher)
-	require.False(t, ok, "%T claims LeaseBatcher", l)
+	require.Equal(t, []string{"batch", "bound"}, sluicetest.OwnCapabilities(l), "%T", l)
 }
 
 // TestOverALeaserOnlyItServesBatchesAndCapacityOnly: over a limiter that

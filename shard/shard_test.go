@@ -629,24 +629,12 @@ func (r resetOnly) AllowN(ctx context.Context, key string, limit sluice.Limit, n
 
 func (r resetOnly) Reset(ctx context.Context, key string) error { return r.tb.Reset(ctx, key) }
 
-// requireNotClaimed requires that l's own type claims no capability but
-// Capacity, which a shard.Limiter always serves: the others it serves only
-// through sluice.As, when the wrapped limiter does.
-func requireNotClaimed(t *testing.T, l *shard.Limiter) {
+// requireNotClaimed requires that l's own type implements exactly what it always
+// serves (bound): every other optional interface it serves only through
+// sluice.As, when the limiter it wraps does.
+func requireNotClaimed(t *testing.T, l sluice.Limiter) {
 	t.Helper()
-	var lim sluice.Limiter = l
-	_, ok := lim.(sluice.Bounded)
-	require.True(t, ok, "Capacity is always served")
-	_, ok = lim.(sluice.Refunder)
-	require.False(t, ok)
-	_, ok = lim.(sluice.Resetter)
-	require.False(t, ok)
-	_, ok = lim.(sluice.BatchLimiter)
-	require.False(t, ok)
-	_, ok = lim.(ext.Leaser)
-	require.False(t, ok)
-	_, ok = lim.(ext.LeaseBatcher)
-	require.False(t, ok)
+	require.Equal(t, []string{"bound"}, sluicetest.OwnCapabilities(l), "%T", l)
 }
 
 // withBound is what a shard over a limiter serving next serves: the same,
