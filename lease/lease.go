@@ -8,6 +8,9 @@
 // a busy key's lease grows up to [WithMaxBatch], and a process holds fewer
 // than 2 × that of a key. [WithHold] sets how long leased tokens may be
 // spent before they are released; [WithHashTagGroups] is for a go-redis Ring.
+// [WithHotKeys] and [WithPredicate] lease only the keys they choose (as
+// shard.WithHotKeys does); every other key is decided by the wrapped
+// limiter on each request.
 // [Limiter.Close] releases every lease, giving back what was not spent;
 // later calls return [ErrClosed]. Example shows a lease taken, spent,
 // refunded into and released.
@@ -70,8 +73,9 @@ type Limiter struct {
 	batch    int64 // B
 	maxBatch int64 // the largest a lease grows
 	hold     time.Duration
-	margin   time.Duration // a lease stops being spent this long before the store's reservation ends
-	holder   int64         // this Limiter's name in the shared ledgers
+	margin   time.Duration   // a lease stops being spent this long before the store's reservation ends
+	holder   int64           // this Limiter's name in the shared ledgers
+	hot      ext.KeySelector // the keys leased; the others go to next
 
 	// The Limiter's clock is nanoseconds since base, read from clock.
 	clock sluice.Clock
@@ -176,6 +180,11 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 		stop:   make(chan struct{}),
 	}
 	l.armed.Store(math.MaxInt64)
+	if c.hotChosen {
+		if l.hot, err = ext.SelectKeys(c.hotKeys, c.hotPred); err != nil {
+			return nil, fmt.Errorf("lease: %w", err)
+		}
+	}
 	if b, ok := sluice.As[ext.LeaseBatcher](next); ok {
 		l.sender = batching.NewLeaseSender(leaser, b, c.byTag)
 	}
@@ -203,6 +212,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit sluice.Limit, n 
 	}
 	if l.closed.Load() {
 		return sluice.Decision{}, ErrClosed
+	}
+	if !l.hot.Selects(key) {
+		return l.next.AllowN(ctx, key, limit, n) // not a hot key: as without the decorator
 	}
 	le, err := l.leaseFor(key, limit)
 	if err != nil {

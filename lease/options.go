@@ -17,6 +17,9 @@ type config struct {
 	hold            time.Duration
 	byTag           bool
 	clock           sluice.Clock
+	hotKeys         []string
+	hotPred         func(string) bool
+	hotChosen       bool
 }
 
 // WithBatch sets B, how many tokens a lease asks for at a time (default
@@ -82,6 +85,42 @@ func WithClock(clock sluice.Clock) Option {
 			return errors.New("lease: WithClock(nil): omit the option for the system clock")
 		}
 		c.clock = clock
+		return nil
+	}
+}
+
+// WithHotKeys leases only the keys given (and those of [WithPredicate], if
+// also given), chosen as shard.WithHotKeys chooses them (ext.SelectKeys):
+// a key equal to a given one, or whose hash tag is a given key as
+// sluice.Key escapes a tag. Every other key is decided by the wrapped
+// limiter on each request, as without the decorator. The default leases
+// every key. At least one key, none empty.
+func WithHotKeys(keys ...string) Option {
+	return func(c *config) error {
+		if len(keys) == 0 {
+			return errors.New("lease: WithHotKeys(): give at least one key, or omit the option to lease every key")
+		}
+		for i, k := range keys {
+			if k == "" {
+				return fmt.Errorf("lease: WithHotKeys: key %d is empty", i)
+			}
+		}
+		c.hotChosen = true
+		c.hotKeys = append(c.hotKeys, keys...)
+		return nil
+	}
+}
+
+// WithPredicate leases the keys for which hot returns true (and those of
+// [WithHotKeys], if also given). hot is called with the key as passed to
+// AllowN, on every call. The default leases every key.
+func WithPredicate(hot func(key string) bool) Option {
+	return func(c *config) error {
+		if hot == nil {
+			return errors.New("lease: WithPredicate(nil): give a predicate, or omit the option to lease every key")
+		}
+		c.hotChosen = true
+		c.hotPred = hot
 		return nil
 	}
 }

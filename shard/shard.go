@@ -53,10 +53,7 @@ const pkg = "shard"
 type Limiter struct {
 	next   sluice.Limiter
 	shards int
-	all    bool              // shard every key
-	keys   map[string]bool   // WithHotKeys, exactly
-	tags   map[string]bool   // WithHotKeys, as escaped hash tags
-	pred   func(string) bool // WithPredicate, or nil
+	hot    ext.KeySelector // the keys to shard
 
 	batch  sluice.BatchLimiter // next, when it batches
 	sender *batching.Sender    // next's batches by hash tag, once one met a Cluster
@@ -175,15 +172,13 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
-	l := &Limiter{next: next, shards: c.shards, all: !c.chosen, pred: c.pred}
-	if len(c.keys) > 0 {
-		l.keys = make(map[string]bool, len(c.keys))
-		l.tags = make(map[string]bool, len(c.keys))
-		for _, k := range c.keys {
-			l.keys[k] = true
-			tag, _, _, _ := hashTag(sluice.Key(k)) // k's tag as Key escapes it
-			l.tags[tag] = true
+	l := &Limiter{next: next, shards: c.shards}
+	if c.chosen {
+		hot, err := ext.SelectKeys(c.keys, c.pred)
+		if err != nil {
+			return nil, fmt.Errorf("shard: %w", err)
 		}
+		l.hot = hot
 	}
 	if b, ok := sluice.As[sluice.BatchLimiter](next); ok {
 		l.batch = b
@@ -193,21 +188,7 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 }
 
 // Sharded reports whether the Limiter shards key.
-func (l *Limiter) Sharded(key string) bool {
-	switch {
-	case l.all:
-		return true
-	case l.keys[key]:
-		return true
-	case l.pred != nil && l.pred(key):
-		return true
-	}
-	if l.tags == nil {
-		return false
-	}
-	tag, _, _, ok := hashTag(key)
-	return ok && l.tags[tag]
-}
+func (l *Limiter) Sharded(key string) bool { return l.hot.Selects(key) }
 
 // hashTag returns key's hash tag, as Redis Cluster reads it (the text
 // between the first '{' and the first '}' after it, when not empty), and
