@@ -54,10 +54,14 @@ const (
 	// SourceFallbackLocal: the store was unavailable and an in-process
 	// limiter, sized to this process's share of the limit, decided.
 	SourceFallbackLocal
+	// SourceLease: decided in process from tokens this process leased
+	// from the shared limit (the lease decorator), which the store keeps
+	// reserved for it; not a degraded decision.
+	SourceLease
 )
 
-// String returns "store", "fallback-open", "fallback-closed" or
-// "fallback-local".
+// String returns "store", "fallback-open", "fallback-closed",
+// "fallback-local" or "lease".
 func (s Source) String() string {
 	switch s {
 	case SourceStore:
@@ -68,12 +72,16 @@ func (s Source) String() string {
 		return "fallback-closed"
 	case SourceFallbackLocal:
 		return "fallback-local"
+	case SourceLease:
+		return "lease"
 	}
 	return "unknown"
 }
 
 // Degraded reports whether a fallback policy made the decision.
-func (d Decision) Degraded() bool { return d.Source != SourceStore }
+func (d Decision) Degraded() bool {
+	return d.Source == SourceFallbackOpen || d.Source == SourceFallbackClosed || d.Source == SourceFallbackLocal
+}
 
 // Limiter decides whether a request of cost n against key fits limit.
 //

@@ -129,7 +129,8 @@ func Example_stackBusyAPI() {
 	// allowed=true source=fallback-open degraded=true
 	// sluice.decisions.degraded{source=fallback-open} 1
 	// sluice.decisions{source=fallback-open} 1
-	// sluice.decisions{source=store} 500
+	// sluice.decisions{source=lease} 499
+	// sluice.decisions{source=store} 1
 }
 
 // A hot tenant on Redis Cluster: its keys are sharded over four sub-keys

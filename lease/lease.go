@@ -529,7 +529,8 @@ func (l *Limiter) apply(le *lease, req ext.LeaseRequest, g ext.Grant, sent time.
 
 // estimate is a decision from the lease's tokens. The caller holds le.mu.
 func (le *lease) estimate(now int64) sluice.Decision {
-	d := sluice.Decision{Allowed: true, Limit: le.limit, Remaining: min(le.limit.Burst, le.tokens+le.remain), Estimated: true}
+	d := sluice.Decision{Allowed: true, Limit: le.limit, Remaining: min(le.limit.Burst, le.tokens+le.remain), Estimated: true,
+		Source: sluice.SourceLease}
 	if le.resetAt > now {
 		d.ResetAfter = time.Duration(le.resetAt - now)
 	}

@@ -11,7 +11,8 @@
 //
 // Spans: "sluice.decision" per AllowN and "sluice.lease" per Lease carry
 // sluice.cost (a lease's Cost), sluice.outcome ("allowed", "denied" or
-// "error"), sluice.remaining, sluice.source ("store", or the fallback
+// "error"), sluice.remaining, sluice.source ("store", "lease" for a
+// decision a lease decorator below made from its tokens, or the fallback
 // policy that decided) and, a lease's, sluice.lease.extra. A Release has
 // "sluice.release" with sluice.lease.unspent, an AllowBatch "sluice.batch"
 // and a LeaseBatch "sluice.lease_batch" with sluice.batch.size, and Refund
@@ -61,8 +62,12 @@ type Limiter struct {
 	recordKey bool
 	// sets[outcome][source] are the metric attributes, built once so that
 	// recording a decision allocates nothing for them.
-	sets [3][4]outcomeAttrs
+	sets [3][sources]outcomeAttrs
 }
+
+// sources is how many values sluice.Source takes: the attribute sets are
+// built for each.
+const sources = int(sluice.SourceLease) + 1
 
 type outcomeAttrs struct {
 	kvs []attribute.KeyValue

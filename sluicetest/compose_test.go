@@ -187,7 +187,9 @@ func checkDecision(d sluice.Decision, stack []string, limit sluice.Limit, capaci
 		return fmt.Sprintf("Limit %v, want the caller's %v", d.Limit, limit)
 	case d.Remaining < 0 || d.Remaining > capacity:
 		return fmt.Sprintf("Remaining %d outside [0, %d]", d.Remaining, capacity)
-	case d.Source != sluice.SourceStore:
+	case d.Source == sluice.SourceLease && !slices.Contains(stack, "lease"):
+		return "Source lease, through no lease"
+	case d.Source != sluice.SourceStore && d.Source != sluice.SourceLease:
 		return fmt.Sprintf("Source %s on a healthy store", d.Source)
 	case d.Allowed && d.RetryAfter != 0:
 		return fmt.Sprintf("allowed with RetryAfter %s", d.RetryAfter)
