@@ -52,7 +52,7 @@ func Serves(l sluice.Limiter, iface reflect.Type) bool {
 // first request. A nil next is an error too.
 func Require[T any](pkg string, next sluice.Limiter) (T, error) {
 	var zero T
-	if next == nil {
+	if IsNil(next) {
 		return zero, fmt.Errorf("%s: the wrapped limiter must not be nil", pkg)
 	}
 	t, ok := sluice.As[T](next)
@@ -64,10 +64,25 @@ func Require[T any](pkg string, next sluice.Limiter) (T, error) {
 }
 
 // RequireNext is Require for a decorator that needs nothing optional: it
-// refuses a nil next only.
+// refuses a nil next only (see [IsNil]).
 func RequireNext(pkg string, next sluice.Limiter) error {
-	if next == nil {
+	if IsNil(next) {
 		return fmt.Errorf("%s: the wrapped limiter must not be nil", pkg)
 	}
 	return nil
+}
+
+// IsNil reports whether v is nil or an interface holding a nil pointer
+// (or other nil value) of a concrete type, such as a (*redis.Client)(nil)
+// given as a redis.Scripter: what a constructor refuses, as a store's New
+// refuses a nil client and a decorator's New a nil limiter.
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }

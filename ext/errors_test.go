@@ -1,6 +1,7 @@
 package ext_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -46,4 +47,26 @@ func TestServerErrorUnwrapsToSentinels(t *testing.T) {
 func TestValidateKey(t *testing.T) {
 	require.ErrorIs(t, ext.ValidateKey(""), sluice.ErrInvalidKey)
 	require.NoError(t, ext.ValidateKey("k"))
+}
+
+// TestIsNil: a nil interface and a typed nil inside one are nil; a value
+// is not. Decorators and stores refuse both kinds in New.
+func TestIsNil(t *testing.T) {
+	var typedNil *ext.ServerError
+	var asError error = typedNil
+	require.True(t, ext.IsNil(nil))
+	require.True(t, ext.IsNil(asError))
+	require.False(t, ext.IsNil(ext.NewServerError("ERR x")))
+	require.False(t, ext.IsNil(42))
+
+	var typedLimiter *nilLimiter
+	_, err := ext.Require[sluice.Refunder]("probe", typedLimiter)
+	require.ErrorContains(t, err, "probe: the wrapped limiter must not be nil")
+	require.ErrorContains(t, ext.RequireNext("probe", typedLimiter), "must not be nil")
+}
+
+type nilLimiter struct{}
+
+func (*nilLimiter) AllowN(context.Context, string, sluice.Limit, int64) (sluice.Decision, error) {
+	return sluice.Decision{}, nil
 }

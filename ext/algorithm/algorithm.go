@@ -220,7 +220,7 @@ func New(spec *Spec, store sluice.Store, opts ...Option) (*Limiter, error) {
 	if spec == nil || spec.Script == nil {
 		return nil, errors.New("algorithm: a registered spec is required (see Register)")
 	}
-	if store == nil {
+	if ext.IsNil(store) {
 		return nil, fmt.Errorf("%s: store must not be nil", spec.Name)
 	}
 	l := &Limiter{spec: spec, store: store}

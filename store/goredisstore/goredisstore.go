@@ -21,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
@@ -41,23 +40,10 @@ var _ sluice.Store = (*Store)(nil)
 // as (*redis.Client)(nil). It takes no options: the client's own settings
 // are the store's (docs/failure.md).
 func New(client redis.Scripter) (*Store, error) {
-	if isNil(client) {
+	if ext.IsNil(client) {
 		return nil, errors.New("goredisstore: the client must not be nil")
 	}
 	return &Store{client: client}, nil
-}
-
-// isNil reports whether c is nil or holds a nil pointer (or other nil
-// value) of a concrete type.
-func isNil(c any) bool {
-	if c == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(c); v.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.UnsafePointer:
-		return v.IsNil()
-	}
-	return false
 }
 
 // Run runs script with EVALSHA, and once with EVAL if the server does not

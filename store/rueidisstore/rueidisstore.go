@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strconv"
 	"syscall"
 
@@ -54,24 +53,10 @@ var ErrCrossSlot = fmt.Errorf("rueidisstore: %w", sluice.ErrCrossSlot)
 // It refuses a nil client, including an interface holding a nil pointer.
 // It takes no options: the client's own settings are the store's.
 func New(client rueidis.Client) (*Store, error) {
-	if isNil(client) {
+	if ext.IsNil(client) {
 		return nil, errors.New("rueidisstore: the client must not be nil")
 	}
 	return &Store{client: client, slotted: checksSlots(client)}, nil
-}
-
-// isNil reports whether c is nil or holds a nil pointer (or other nil
-// value) of a concrete type. rueidis's client types are unexported, hence
-// reflect rather than a type switch.
-func isNil(c any) bool {
-	if c == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(c); v.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.UnsafePointer:
-		return v.IsNil()
-	}
-	return false
 }
 
 // Run runs script with EVALSHA, and once with EVAL if the server does not
