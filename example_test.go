@@ -172,9 +172,10 @@ func Example_stackHotTenant() {
 			fmt.Printf("%s sharded=%-5v allowed=%v estimated=%v limit=%s\n", key, sharded.Sharded(key), d.Allowed, d.Estimated, d.Limit)
 		}
 	}
-	// Per key, the first decision took a lease and the second asked for
-	// the next in the background; the rest were local.
-	fmt.Println("store calls:", leased.Stats().Requests)
+	// Per key, the first decision took a lease, and at most one refill was
+	// asked for in the background (none when the first lease was still
+	// landing as the next decisions spent it); the rest were local.
+	fmt.Println("store calls for 6 decisions, at most 4:", leased.Stats().Requests <= 4)
 	// Output:
 	// the shard leases: true, the stack: false
 	// rl:{tenant:42}:api sharded=true  allowed=true estimated=true limit=400/1s burst 400
@@ -183,5 +184,5 @@ func Example_stackHotTenant() {
 	// rl:{tenant:43}:api sharded=false allowed=true estimated=true limit=400/1s burst 400
 	// rl:{tenant:43}:api sharded=false allowed=true estimated=true limit=400/1s burst 400
 	// rl:{tenant:43}:api sharded=false allowed=true estimated=true limit=400/1s burst 400
-	// store calls: 4
+	// store calls for 6 decisions, at most 4: true
 }
