@@ -53,7 +53,7 @@ func Example_stackBusyAPI() {
 	if err != nil {
 		panic(err)
 	}
-	leased, err := lease.New(tb) // B = lease.DefaultBatch, 100
+	leased, err := lease.New(tb) // B = lease.DefaultSize, 100
 	if err != nil {
 		panic(err)
 	}
@@ -149,7 +149,7 @@ func Example_stackHotTenant() {
 	if err != nil {
 		panic(err)
 	}
-	leased, err := lease.New(sharded, lease.WithBatch(10))
+	leased, err := lease.New(sharded, lease.WithSize(10))
 	if err != nil {
 		panic(err)
 	}

@@ -110,7 +110,7 @@ func BenchmarkLease(b *testing.B) {
 				}
 				l := sluice.Limiter(shared)
 				if v.batch > 0 {
-					leased, err := lease.New(shared, lease.WithBatch(v.batch))
+					leased, err := lease.New(shared, lease.WithSize(v.batch))
 					require.NoError(b, err)
 					defer leased.Close()
 					l = leased

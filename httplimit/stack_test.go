@@ -30,7 +30,7 @@ func TestHeadersAreHonestUnderLeaseAndShard(t *testing.T) {
 		// remaining by 4, and the 10 requests may all have gone to it
 		off float64
 	}{
-		{"lease", func(l sluice.Limiter) (sluice.Limiter, error) { return lease.New(l, lease.WithBatch(50)) }, 8},
+		{"lease", func(l sluice.Limiter) (sluice.Limiter, error) { return lease.New(l, lease.WithSize(50)) }, 8},
 		{"shard", func(l sluice.Limiter) (sluice.Limiter, error) { return shard.New(l, shard.WithShards(4)) }, 30},
 	} {
 		t.Run(c.name, func(t *testing.T) {

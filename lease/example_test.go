@@ -21,7 +21,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	limiter, err := lease.New(tb, lease.WithBatch(10)) // B = 10
+	limiter, err := lease.New(tb, lease.WithSize(10)) // B = 10
 	if err != nil {
 		panic(err)
 	}

@@ -23,7 +23,7 @@ func TestOnlyHotKeysAreLeased(t *testing.T) {
 		store := &sluicetest.CountingStore{Store: memstore.New()}
 		tb, err := tokenbucket.New(store)
 		require.NoError(t, err)
-		l, err := lease.New(tb, lease.WithHotKeys("tenant:42"), lease.WithBatch(10))
+		l, err := lease.New(tb, lease.WithHotKeys("tenant:42"), lease.WithSize(10))
 		require.NoError(t, err)
 		defer func() { require.NoError(t, l.Close()) }()
 		limit := sluice.Limit{Rate: 100, Period: time.Hour, Burst: 100}

@@ -4,8 +4,8 @@
 //
 // [New] wraps a limiter that leases ([ext.Leaser]: the token bucket or
 // GCRA, or a decorator over one) and refuses any other, a lease included.
-// [WithBatch] sets B, the tokens a lease asks for (default [DefaultBatch]);
-// a busy key's lease grows up to [WithMaxBatch], and a process holds fewer
+// [WithSize] sets B, the tokens a lease asks for (default [DefaultSize]);
+// a busy key's lease grows up to [WithMaxSize], and a process holds fewer
 // than 2 × that of a key. [WithHold] sets how long leased tokens may be
 // spent before they are released; [WithHashTagGroups] is for a go-redis Ring.
 // [WithHotKeys] and [WithPredicate] lease only the keys they choose (as
@@ -48,10 +48,10 @@ import (
 
 // Defaults, each overridable with an option.
 const (
-	// DefaultBatch is B, how many tokens a lease asks for at a time.
-	DefaultBatch = 100
+	// DefaultSize is B, how many tokens a lease asks for at a time.
+	DefaultSize = 100
 	// maxGrow is how many times B a busy key's lease grows to, unless
-	// WithMaxBatch says otherwise.
+	// WithMaxSize says otherwise.
 	maxGrow = 8
 	// DefaultHold is how long a lease's tokens may be spent before they
 	// are released.
@@ -151,7 +151,7 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := config{batch: DefaultBatch, hold: DefaultHold, clock: sluice.SystemClock{}}
+	c := config{batch: DefaultSize, hold: DefaultHold, clock: sluice.SystemClock{}}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("lease: option %d is nil", i)
@@ -164,7 +164,7 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 	case c.maxBatch == 0:
 		c.maxBatch = maxGrow * c.batch
 	case c.maxBatch < c.batch:
-		return nil, fmt.Errorf("lease: WithMaxBatch(%d) is below WithBatch(%d)", c.maxBatch, c.batch)
+		return nil, fmt.Errorf("lease: WithMaxSize(%d) is below WithSize(%d)", c.maxBatch, c.batch)
 	}
 	l := &Limiter{
 		next: next, leaser: leaser, batch: c.batch, maxBatch: c.maxBatch, hold: c.hold,

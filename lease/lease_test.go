@@ -140,7 +140,7 @@ func TestSpikeAfterIdleKeepsTheUnleasedBound(t *testing.T) {
 			var wg sync.WaitGroup
 			start := time.Now()
 			for range processes {
-				l, err := lease.New(sh, lease.WithBatch(50), lease.WithHold(hold))
+				l, err := lease.New(sh, lease.WithSize(50), lease.WithHold(hold))
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = l.Close() })
 				wg.Go(func() {
@@ -209,17 +209,17 @@ func TestProcessesOnRealRedis(t *testing.T) {
 // TestNoHoardingByWaiters: goroutines that find the lease empty while the
 // next is on its way wait for it; none takes a lease of its own. One
 // process of B = 50 and 8 goroutines, on a slow store, never holds as many
-// as 2 × its largest lease (8 × B by default, B with WithMaxBatch(B)), and
+// as 2 × its largest lease (8 × B by default, B with WithMaxSize(B)), and
 // at most one request is ever in flight.
 func TestNoHoardingByWaiters(t *testing.T) {
 	for _, maxBatch := range []int64{0, 50} {
 		t.Run(fmt.Sprintf("max batch %d", maxBatch), func(t *testing.T) {
 			sh := newShared(t)
 			sh.delay.Store(int64(2 * time.Millisecond))
-			opts := []lease.Option{lease.WithBatch(50)}
+			opts := []lease.Option{lease.WithSize(50)}
 			most := int64(2*8*50 - 1)
 			if maxBatch > 0 {
-				opts = append(opts, lease.WithMaxBatch(maxBatch))
+				opts = append(opts, lease.WithMaxSize(maxBatch))
 				most = 2*maxBatch - 1
 			}
 			l, err := lease.New(sh, opts...)
@@ -250,7 +250,7 @@ func TestNoHoardingByWaiters(t *testing.T) {
 // decisions at B = 100.
 func TestFewCallsPerDecision(t *testing.T) {
 	sh := newShared(t)
-	l, err := lease.New(sh, lease.WithBatch(100))
+	l, err := lease.New(sh, lease.WithSize(100))
 	require.NoError(t, err)
 	defer l.Close()
 	limit := sluice.PerSecond(1_000_000).WithBurst(1_000_000)
@@ -274,7 +274,7 @@ func TestCloseGivesBackEveryUnspentToken(t *testing.T) {
 	var limiters []*lease.Limiter
 	var wg sync.WaitGroup
 	for range 4 {
-		l, err := lease.New(sh, lease.WithBatch(50), lease.WithMaxBatch(50), lease.WithHold(time.Minute))
+		l, err := lease.New(sh, lease.WithSize(50), lease.WithMaxSize(50), lease.WithHold(time.Minute))
 		require.NoError(t, err)
 		limiters = append(limiters, l)
 		wg.Go(func() {
@@ -307,10 +307,10 @@ func TestCloseGivesBackEveryUnspentToken(t *testing.T) {
 func TestALeaseIdleForItsHoldIsReleased(t *testing.T) {
 	sh := newShared(t)
 	noRefill := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 100}
-	a, err := lease.New(sh, lease.WithBatch(60), lease.WithHold(100*time.Millisecond))
+	a, err := lease.New(sh, lease.WithSize(60), lease.WithHold(100*time.Millisecond))
 	require.NoError(t, err)
 	defer a.Close()
-	b, err := lease.New(sh, lease.WithBatch(60), lease.WithHold(100*time.Millisecond))
+	b, err := lease.New(sh, lease.WithSize(60), lease.WithHold(100*time.Millisecond))
 	require.NoError(t, err)
 	defer b.Close()
 	d, err := a.AllowN(t.Context(), "k", noRefill, 1)
@@ -332,7 +332,7 @@ func TestALeaseIdleForItsHoldIsReleased(t *testing.T) {
 // limit has left, not what the local lease has.
 func TestDecisionsReportTheSharedLimit(t *testing.T) {
 	sh := newShared(t)
-	l, err := lease.New(sh, lease.WithBatch(50))
+	l, err := lease.New(sh, lease.WithSize(50))
 	require.NoError(t, err)
 	defer l.Close()
 	limit := sluice.PerMinute(1000).WithBurst(1000)
@@ -358,7 +358,7 @@ func TestDecisionsReportTheSharedLimit(t *testing.T) {
 func TestWaitersShareADenial(t *testing.T) {
 	sh := newShared(t)
 	sh.delay.Store(int64(20 * time.Millisecond))
-	l, err := lease.New(sh, lease.WithBatch(10))
+	l, err := lease.New(sh, lease.WithSize(10))
 	require.NoError(t, err)
 	defer l.Close()
 	limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 10}
@@ -421,7 +421,7 @@ func requireOwnType(t *testing.T, l sluice.Limiter) {
 func TestOverALeaserOnlyItServesBatchesAndCapacityOnly(t *testing.T) {
 	next := &sluicetest.RecordingLeaser{FullLimit: true}
 	require.Equal(t, []string{"lease"}, sluicetest.Capabilities(t, next))
-	l, err := lease.New(next, lease.WithBatch(10))
+	l, err := lease.New(next, lease.WithSize(10))
 	require.NoError(t, err)
 	defer l.Close()
 	require.Equal(t, []string{"batch", "bound"}, sluicetest.Capabilities(t, l))
@@ -448,9 +448,9 @@ func TestBadInputIsAnError(t *testing.T) {
 	sh := newShared(t)
 	for name, opts := range map[string][]lease.Option{
 		"nil option":   {nil},
-		"batch 0":      {lease.WithBatch(0)},
-		"max below B":  {lease.WithBatch(10), lease.WithMaxBatch(5)},
-		"max batch 0":  {lease.WithMaxBatch(0)},
+		"batch 0":      {lease.WithSize(0)},
+		"max below B":  {lease.WithSize(10), lease.WithMaxSize(5)},
+		"max batch 0":  {lease.WithMaxSize(0)},
 		"hold 0":       {lease.WithHold(0)},
 		"hold 1.5 ms":  {lease.WithHold(1500 * time.Microsecond)},
 		"hold 2 hours": {lease.WithHold(2 * time.Hour)},
@@ -479,7 +479,7 @@ func TestBadInputIsAnError(t *testing.T) {
 func TestRefundGoesBackIntoTheLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sh := newShared(t)
-		l, err := lease.New(sh, lease.WithBatch(10))
+		l, err := lease.New(sh, lease.WithSize(10))
 		require.NoError(t, err)
 		defer l.Close()
 		limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 100}
@@ -501,7 +501,7 @@ func TestRefundGoesBackIntoTheLease(t *testing.T) {
 // and the lease recovers once the store does.
 func TestAFailingStoreIsAnError(t *testing.T) {
 	sh := newShared(t)
-	l, err := lease.New(sh, lease.WithBatch(10))
+	l, err := lease.New(sh, lease.WithSize(10))
 	require.NoError(t, err)
 	defer l.Close()
 	sh.fail.Store(true)
@@ -526,7 +526,7 @@ func TestLeasesOfManyKeysShareCalls(t *testing.T) {
 			store := &sluicetest.CountingStore{Store: tier.Store}
 			tb, err := tokenbucket.New(store)
 			require.NoError(t, err)
-			l, err := lease.New(tb, lease.WithBatch(10))
+			l, err := lease.New(tb, lease.WithSize(10))
 			require.NoError(t, err)
 			defer l.Close()
 			limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 20}
@@ -574,7 +574,7 @@ func TestByHashTagOnARing(t *testing.T) {
 	require.NoError(t, err)
 	tb, err := tokenbucket.New(store)
 	require.NoError(t, err)
-	l, err := lease.New(tb, lease.WithBatch(5), lease.WithHashTagGroups())
+	l, err := lease.New(tb, lease.WithSize(5), lease.WithHashTagGroups())
 	require.NoError(t, err)
 	defer l.Close()
 	limit := sluice.Limit{Rate: 1, Period: time.Hour, Burst: 20}

@@ -22,27 +22,27 @@ type config struct {
 	hotChosen       bool
 }
 
-// WithBatch sets B, how many tokens a lease asks for at a time (default
-// [DefaultBatch]). A busy key's leases grow up to [WithMaxBatch].
-func WithBatch(b int64) Option {
+// WithSize sets B, how many tokens a lease asks for at a time (default
+// [DefaultSize]). A busy key's leases grow up to [WithMaxSize].
+func WithSize(b int64) Option {
 	return func(c *config) error {
 		if b < 1 {
-			return fmt.Errorf("lease: WithBatch(%d): must be at least 1", b)
+			return fmt.Errorf("lease: WithSize(%d): must be at least 1", b)
 		}
 		c.batch = b
 		return nil
 	}
 }
 
-// WithMaxBatch sets how large a busy key's lease may grow (default 8 × B,
+// WithMaxSize sets how large a busy key's lease may grow (default 8 × B,
 // at least B): a process holds fewer than 2 × that many tokens of a key.
 // Give B to keep every lease at B, and the tokens held below 2 × B, at the
 // cost of decisions waiting for Redis when a process spends more than B
 // tokens of one key per round trip.
-func WithMaxBatch(m int64) Option {
+func WithMaxSize(m int64) Option {
 	return func(c *config) error {
 		if m < 1 {
-			return fmt.Errorf("lease: WithMaxBatch(%d): must be at least 1", m)
+			return fmt.Errorf("lease: WithMaxSize(%d): must be at least 1", m)
 		}
 		c.maxBatch = m
 		return nil

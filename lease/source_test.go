@@ -21,7 +21,7 @@ func TestLeaseHitsSaySo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tb, err := tokenbucket.New(memstore.New())
 		require.NoError(t, err)
-		l, err := lease.New(tb, lease.WithBatch(10))
+		l, err := lease.New(tb, lease.WithSize(10))
 		require.NoError(t, err)
 		defer func() { require.NoError(t, l.Close()) }()
 		limit := sluice.Limit{Rate: 100, Period: time.Hour, Burst: 100}

@@ -150,7 +150,7 @@ func buildRule(pc PolicyConfig, store sluice.Store, mp metric.MeterProvider) (*r
 		return nil, fmt.Errorf("lease: %d is negative", pc.Lease)
 	}
 	if pc.Lease > 0 {
-		leased, err := lease.New(l, lease.WithBatch(pc.Lease))
+		leased, err := lease.New(l, lease.WithSize(pc.Lease))
 		if err != nil {
 			return nil, fmt.Errorf("lease: %w", err)
 		}

@@ -791,7 +791,7 @@ func TestLeaseOnTheTokenBucket(t *testing.T) {
 // the limit.
 func TestUnderTheLeaseDecorator(t *testing.T) {
 	b := newBucket(t)
-	leased, err := lease.New(newShard(t, b.tb, shard.WithShards(4)), lease.WithBatch(3))
+	leased, err := lease.New(newShard(t, b.tb, shard.WithShards(4)), lease.WithSize(3))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, leased.Close()) })
 	limit := sluice.Limit{Rate: 40, Period: time.Hour, Burst: 40} // shares of 10; the clock stands still

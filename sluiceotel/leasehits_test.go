@@ -22,7 +22,7 @@ func TestLeaseHitsAreCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tb, err := tokenbucket.New(memstore.New())
 		require.NoError(t, err)
-		leased, err := lease.New(tb, lease.WithBatch(10))
+		leased, err := lease.New(tb, lease.WithSize(10))
 		require.NoError(t, err)
 		defer func() { require.NoError(t, leased.Close()) }()
 		l, _, reader := setup(t, leased)

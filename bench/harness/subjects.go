@@ -163,7 +163,7 @@ func Subjects() []Subject {
 			if err != nil {
 				return nil, nil, err
 			}
-			l, err := lease.New(tb, lease.WithBatch(100))
+			l, err := lease.New(tb, lease.WithSize(100))
 			if err != nil {
 				return nil, nil, err
 			}

@@ -26,7 +26,7 @@ type Decorator struct {
 
 // The test settings of [Decorators].
 const (
-	// ComposeLeaseBatch is the lease decorator's B (lease.WithBatch).
+	// ComposeLeaseBatch is the lease decorator's B (lease.WithSize).
 	ComposeLeaseBatch = 10
 	// ComposeShards is the shard decorator's S (shard.WithShards).
 	ComposeShards = 3
@@ -43,7 +43,7 @@ const (
 var Decorators = []Decorator{
 	{Name: "coalesce", Wrap: func(next sluice.Limiter) (sluice.Limiter, error) { return nilIfErr(coalesce.New(next)) }},
 	{Name: "lease", Wrap: func(next sluice.Limiter) (sluice.Limiter, error) {
-		return nilIfErr(lease.New(next, lease.WithBatch(ComposeLeaseBatch)))
+		return nilIfErr(lease.New(next, lease.WithSize(ComposeLeaseBatch)))
 	}},
 	{Name: "shard", Wrap: func(next sluice.Limiter) (sluice.Limiter, error) {
 		return nilIfErr(shard.New(next, shard.WithShards(ComposeShards)))

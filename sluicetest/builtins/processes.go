@@ -102,7 +102,7 @@ func runLoad(index int, spec []byte, out io.Writer) error {
 	}
 	var l sluice.Limiter = alg
 	if load.LeaseBatch > 0 {
-		opts := []lease.Option{lease.WithBatch(load.LeaseBatch)}
+		opts := []lease.Option{lease.WithSize(load.LeaseBatch)}
 		if load.LeaseHold > 0 {
 			opts = append(opts, lease.WithHold(load.LeaseHold))
 		}
