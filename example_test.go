@@ -141,7 +141,11 @@ func Example_stackBusyAPI() {
 // decisions are local already.
 func Example_stackHotTenant() {
 	ctx := context.Background()
-	tb, err := tokenbucket.New(memstore.New()) // in production: a store on a redis.ClusterClient
+	store, err := memstore.New() // in production: a store on a redis.ClusterClient
+	if err != nil {
+		panic(err)
+	}
+	tb, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)
 	}

@@ -20,7 +20,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/sluicehq/sluice/serve"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // TestEnvoyConfigOfTheDocs: the Envoy configuration in docs/serve.md is a
@@ -68,7 +67,7 @@ func TestEnvoyConfigOfTheDocs(t *testing.T) {
 	config, err := serve.ParseConfig(policies)
 	require.NoError(t, err)
 	require.Equal(t, config.Domain, rl.GetDomain(), "the filter's domain is the policy file's")
-	srv, err := serve.New(policies, memstore.New(), nil, nil)
+	srv, err := serve.New(policies, newMemStore(t), nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 

@@ -25,6 +25,14 @@ import (
 
 func TestMain(m *testing.M) { builtins.Main(m) }
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
 // BenchmarkLease: decisions per second and Redis calls per decision at 64
 // goroutines, for the token bucket on a real redis-server (rueidis) without
 // a lease and with leases of B = 10, 100 and 1000, next to in-process
@@ -94,7 +102,7 @@ func BenchmarkLease(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				var backend sluice.Store
 				if v.inMemory {
-					backend = memstore.New()
+					backend = newMemStore(b)
 				} else {
 					rs, err := rueidisstore.New(client)
 					require.NoError(b, err)

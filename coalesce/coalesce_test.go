@@ -25,6 +25,14 @@ import (
 
 func TestMain(m *testing.M) { builtins.Main(m) }
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
 // slow delays every call to the wrapped limiter, so that calls pile up
 // behind the ones in flight and batches form on every tier.
 type slow struct {
@@ -142,7 +150,7 @@ type gate struct {
 }
 
 func newGate(t *testing.T) *gate {
-	tb, err := tokenbucket.New(memstore.New())
+	tb, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	return &gate{batchNext: tb, entered: make(chan struct{}, 1000), open: make(chan struct{})}
 }
@@ -328,7 +336,7 @@ func TestACallerThatGivesUpLeavesTheQueue(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	tb, err := tokenbucket.New(memstore.New())
+	tb, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	_, err = coalesce.New(nil)
 	require.Error(t, err)
@@ -413,11 +421,11 @@ func TestAPanicInTheWrappedLimiterAnswersEveryone(t *testing.T) {
 }
 
 func TestRefundAndResetPassThrough(t *testing.T) {
-	tb, err := tokenbucket.New(memstore.New())
+	tb, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	l, err := coalesce.New(tb)
 	require.NoError(t, err)
-	other, err := tokenbucket.New(memstore.New()) // Capabilities spends on its own key "k"
+	other, err := tokenbucket.New(newMemStore(t)) // Capabilities spends on its own key "k"
 	require.NoError(t, err)
 	full, err := coalesce.New(other)
 	require.NoError(t, err)

@@ -16,7 +16,11 @@ import (
 // Wrap any Sluice algorithm: a lone caller is decided at once, concurrent
 // callers share script calls.
 func Example() {
-	tb, err := tokenbucket.New(memstore.New()) // in production: a Redis store
+	store, err := memstore.New() // in production: a Redis store
+	if err != nil {
+		panic(err)
+	}
+	tb, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)
 	}
@@ -77,7 +81,11 @@ func Example_concurrent() {
 // limiter: the decorator serves every capability it serves.
 func Example_refund() {
 	ctx := context.Background()
-	tb, err := tokenbucket.New(memstore.New())
+	store, err := memstore.New()
+	if err != nil {
+		panic(err)
+	}
+	tb, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)
 	}

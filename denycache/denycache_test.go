@@ -15,6 +15,14 @@ import (
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
 // counting counts the calls that reach the store.
 type counting struct {
 	*tokenbucket.Limiter
@@ -28,7 +36,7 @@ func (c *counting) AllowN(ctx context.Context, key string, limit sluice.Limit, n
 
 func setup(t *testing.T, opts ...denycache.Option) (*denycache.Limiter, *counting, *sluicetest.FakeClock) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	tb, err := tokenbucket.New(memstore.New(memstore.WithClock(clock)), tokenbucket.WithClock(clock))
+	tb, err := tokenbucket.New(newMemStore(t, memstore.WithClock(clock)), tokenbucket.WithClock(clock))
 	require.NoError(t, err)
 	store := &counting{Limiter: tb}
 	l, err := denycache.New(store, append([]denycache.Option{denycache.WithClock(clock)}, opts...)...)
@@ -44,7 +52,7 @@ var limit = sluice.Limit{Rate: 10, Period: time.Second, Burst: 10}
 func TestDecisionsMatchTheStore(t *testing.T) {
 	cached, _, clock := setup(t)
 	plainClock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	plain, err := tokenbucket.New(memstore.New(memstore.WithClock(plainClock)), tokenbucket.WithClock(plainClock))
+	plain, err := tokenbucket.New(newMemStore(t, memstore.WithClock(plainClock)), tokenbucket.WithClock(plainClock))
 	require.NoError(t, err)
 	for i := range 3000 {
 		step := time.Duration(i%7+1) * 3 * time.Millisecond
@@ -173,7 +181,7 @@ func TestSmallerCostsAndBoundedMemory(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	_, err := denycache.New(nil)
 	require.Error(t, err)
-	tb, err := tokenbucket.New(memstore.New())
+	tb, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	for _, c := range []struct {
 		opt  denycache.Option

@@ -20,7 +20,11 @@ func Example() {
 	// A fake clock drives the store and the cache, to make the example
 	// deterministic; production code gives neither.
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	store := &sluicetest.CountingStore{Store: memstore.New(memstore.WithClock(clock))}
+	mem, err := memstore.New(memstore.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	store := &sluicetest.CountingStore{Store: mem}
 	tb, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)

@@ -10,7 +10,6 @@ import (
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
-	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
 
@@ -22,7 +21,7 @@ import (
 func BenchmarkOverhead(b *testing.B) {
 	limit := sluice.PerSecond(1_000_000).WithBurst(1_000_000_000)
 	stores := map[string]func(b *testing.B) sluice.Store{
-		"memstore": func(*testing.B) sluice.Store { return memstore.New() },
+		"memstore": func(b *testing.B) sluice.Store { return newMemStore(b) },
 		"redis-rueidis": func(b *testing.B) sluice.Store {
 			server := redistest.StartRedis(b)
 			c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})

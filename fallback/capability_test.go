@@ -15,7 +15,6 @@ import (
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluicetest"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 var leaseReq = ext.LeaseRequest{Key: "k", Limit: limit, Holder: 42, Cost: 2, Extra: 5, Held: 1, Hold: 100 * time.Millisecond}
@@ -57,7 +56,7 @@ func TestOverAllowNOnlyEveryCapabilityIsUnsupported(t *testing.T) {
 // (refunds, resets, batches, Capacity, leases and batches of leases), each
 // through sluice.As only: its own type claims none.
 func TestOverAnAlgorithmItServesWhatTheAlgorithmServes(t *testing.T) {
-	tb, err := tokenbucket.New(memstore.New())
+	tb, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	all := []string{"refund", "reset", "batch", "bound", "lease", "leasebatch"}
 	require.Equal(t, all, sluicetest.Capabilities(t, tb))
@@ -84,7 +83,7 @@ func TestLeaseAndReleaseReachTheLeaserUnchanged(t *testing.T) {
 }
 
 func TestAFailedLeaseIsDecidedByThePolicyAndLeasesNothing(t *testing.T) {
-	local, err := tokenbucket.New(memstore.New())
+	local, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	localPolicy, err := fallback.Local(local, fallback.Replicas(2))
 	require.NoError(t, err)

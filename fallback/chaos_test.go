@@ -22,7 +22,6 @@ import (
 	"github.com/sluicehq/sluice/sluicetest/builtins"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
-	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
 
@@ -329,7 +328,7 @@ func TestLocalPolicyBound(t *testing.T) {
 			key := sluice.Key(sluicetest.UniqueKey(t))
 			limiters := make([]*fallback.Limiter, pods)
 			for i := range limiters {
-				local, err := tokenbucket.New(memstore.New())
+				local, err := tokenbucket.New(newMemStore(t))
 				require.NoError(t, err)
 				policy, err := fallback.Local(local, fallback.Replicas(pods))
 				require.NoError(t, err)

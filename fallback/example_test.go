@@ -32,7 +32,11 @@ func (s *outage) Run(ctx context.Context, script *sluice.Script, keys []string, 
 // the Decision says so.
 func Example() {
 	ctx := context.Background()
-	store := &outage{Store: memstore.New()}
+	mem, err := memstore.New()
+	if err != nil {
+		panic(err)
+	}
+	store := &outage{Store: mem}
 	tb, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)
@@ -109,13 +113,21 @@ func ExampleClosed() {
 // algorithm, sized to this replica's share of the limit: with 4 replicas,
 // 25 of 100 per minute each.
 func ExampleLocal() {
-	store := &outage{Store: memstore.New()}
+	mem, err := memstore.New()
+	if err != nil {
+		panic(err)
+	}
+	store := &outage{Store: mem}
 	store.down.Store(true)
 	tb, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)
 	}
-	local, err := tokenbucket.New(memstore.New())
+	localStore, err := memstore.New()
+	if err != nil {
+		panic(err)
+	}
+	local, err := tokenbucket.New(localStore)
 	if err != nil {
 		panic(err)
 	}

@@ -20,6 +20,14 @@ import (
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
 // fakeStore is a wrapped limiter whose behaviour the test sets: a decision,
 // an error, or a stall until released, which honours the context unless
 // ignoresContext (like go-redis without ContextTimeoutEnabled).
@@ -75,7 +83,7 @@ func TestHealthyPathPassesDecisionsThrough(t *testing.T) {
 }
 
 func TestPolicies(t *testing.T) {
-	local, err := tokenbucket.New(memstore.New())
+	local, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	localPolicy, err := fallback.Local(local, fallback.Replicas(5))
 	require.NoError(t, err)

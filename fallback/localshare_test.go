@@ -11,7 +11,6 @@ import (
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/fallback"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // TestLocalShareAtTheExtremes: for every algorithm and every limit it
@@ -38,7 +37,7 @@ func TestLocalShareAtTheExtremes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			primary, err := algorithms.New(name, downStore{})
 			require.NoError(t, err)
-			local, err := algorithms.New(name, memstore.New())
+			local, err := algorithms.New(name, newMemStore(t))
 			require.NoError(t, err)
 			tried := 0
 			for _, limit := range limits {

@@ -14,7 +14,6 @@ import (
 	"github.com/sluicehq/sluice/algorithms/slidinglog"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/fallback"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // downStore is a store whose every call fails, as an unreachable Redis.
@@ -32,7 +31,7 @@ func TestBadInputIsAnErrorWhateverTheBreaker(t *testing.T) {
 	require.NoError(t, err)
 	sl, err := slidinglog.New(downStore{})
 	require.NoError(t, err)
-	localTB, err := tokenbucket.New(memstore.New())
+	localTB, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	local, err := fallback.Local(localTB, func() int { return 3 })
 	require.NoError(t, err)
@@ -83,7 +82,7 @@ func TestLocalSharesAreValidAndKeepTheBound(t *testing.T) {
 		down, err := tokenbucket.New(downStore{})
 		require.NoError(t, err)
 		newProcess := func(n int) *fallback.Limiter {
-			local, err := tokenbucket.New(memstore.New())
+			local, err := tokenbucket.New(newMemStore(t))
 			require.NoError(t, err)
 			policy, err := fallback.Local(local, fallback.Replicas(n))
 			require.NoError(t, err)

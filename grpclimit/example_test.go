@@ -19,7 +19,11 @@ import (
 // is served, the second fails with ResourceExhausted (and a RetryInfo
 // detail saying when to retry).
 func Example() {
-	limiter, err := tokenbucket.New(memstore.New()) // in production: a Redis store
+	store, err := memstore.New() // in production: a Redis store
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)
 	}

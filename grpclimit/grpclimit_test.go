@@ -41,7 +41,9 @@ func serve(t *testing.T, policies ...grpclimit.Policy) healthpb.HealthClient {
 }
 
 func TestUnaryAndStream(t *testing.T) {
-	tb, err := tokenbucket.New(memstore.New())
+	mem, err := memstore.New()
+	require.NoError(t, err)
+	tb, err := tokenbucket.New(mem)
 	require.NoError(t, err)
 	client := serve(t, grpclimit.Policy{Name: "per-peer", Limiter: tb, Limit: sluice.Limit{Rate: 1, Period: 2 * time.Second, Burst: 2}})
 

@@ -11,14 +11,13 @@ import (
 	"github.com/sluicehq/sluice/algorithms/fixedwindow"
 	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/multilimit"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // TestAtomicPolicies: with AtomicMiddleware, a request the route policy denies
 // consumes nothing from the tenant policy; without it, it does.
 func TestAtomicPolicies(t *testing.T) {
 	for _, atomic := range []bool{true, false} {
-		store := memstore.New()
+		store := newMemStore(t)
 		var srv *httptest.Server
 		if atomic {
 			multi, err := multilimit.New(store)
@@ -63,7 +62,7 @@ func newAtomicServer(t *testing.T, group httplimit.Atomic, opts ...httplimit.Opt
 // algorithm: a token bucket per tenant and a fixed window per route, in
 // one call; the window's state is fixedwindow.Limiter's own.
 func TestAtomicMixedAlgorithms(t *testing.T) {
-	store := memstore.New()
+	store := newMemStore(t)
 	multi, err := multilimit.New(store)
 	require.NoError(t, err)
 	srv := newAtomicServer(t, httplimit.Atomic{Limiter: multi, Key: httplimit.Header("X-API-Key"), Policies: []httplimit.AtomicPolicy{

@@ -9,7 +9,6 @@ import (
 
 	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/httplimit"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 const yamlPolicies = `
@@ -40,7 +39,7 @@ const jsonPolicies = `{"policies": [
 func TestPolicyFiles(t *testing.T) {
 	for name, data := range map[string]string{"yaml": yamlPolicies, "json": jsonPolicies} {
 		t.Run(name, func(t *testing.T) {
-			policies, err := httplimit.Load([]byte(data), memstore.New())
+			policies, err := httplimit.Load([]byte(data), newMemStore(t))
 			require.NoError(t, err)
 			mw, err := httplimit.Middleware(policies)
 			require.NoError(t, err)
@@ -69,7 +68,7 @@ func TestPolicyFiles(t *testing.T) {
 }
 
 func TestCoalescedPolicies(t *testing.T) {
-	policies, err := httplimit.Load([]byte(yamlPolicies), memstore.New())
+	policies, err := httplimit.Load([]byte(yamlPolicies), newMemStore(t))
 	require.NoError(t, err)
 	require.Len(t, policies, 3)
 	for _, p := range policies {
@@ -91,7 +90,7 @@ func TestBadPolicyFiles(t *testing.T) {
 		"bad coalesce":      `policies: [{name: a, rate: 1, period: 1s, coalesce: maybe}]`,
 		"not yaml":          `{{{`,
 	} {
-		_, err := httplimit.Load([]byte(data), memstore.New())
+		_, err := httplimit.Load([]byte(data), newMemStore(t))
 		require.Error(t, err, name)
 	}
 }

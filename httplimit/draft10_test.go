@@ -19,7 +19,6 @@ import (
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/httplimit"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // downStore is a store that is always down.
@@ -47,7 +46,7 @@ func problemBody(t *testing.T, resp *http.Response) map[string]any {
 func TestDegradedDecisionsSendNoInventedNumbers(t *testing.T) {
 	down, err := tokenbucket.New(downStore{})
 	require.NoError(t, err)
-	local, err := tokenbucket.New(memstore.New())
+	local, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	localPolicy, err := fallback.Local(local, fallback.Replicas(1))
 	require.NoError(t, err)
@@ -106,7 +105,7 @@ func TestDegradedDecisionsSendNoInventedNumbers(t *testing.T) {
 // algorithm's allowed decision gives none (it does not tell when quota
 // comes back), its denial gives Retry-After.
 func TestTIsTheTimeUntilMoreQuota(t *testing.T) {
-	store := memstore.New()
+	store := newMemStore(t)
 	bucket := newServer(t, []httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, store), Limit: sluice.PerSecond(1).WithBurst(10)}})
 	for i := range 10 {
 		resp := get(t, bucket.URL, nil)
@@ -118,7 +117,7 @@ func TestTIsTheTimeUntilMoreQuota(t *testing.T) {
 	require.Equal(t, []string{`"p";r=0;t=1`}, resp.Header.Values("RateLimit"))
 	require.Equal(t, "1", resp.Header.Get("Retry-After"))
 
-	sc, err := slidingcounter.New(memstore.New())
+	sc, err := slidingcounter.New(newMemStore(t))
 	require.NoError(t, err)
 	window := newServer(t, []httplimit.Policy{{Name: "w", Limiter: sc, Limit: sluice.PerMinute(2)}})
 	for i := range 2 {
@@ -138,7 +137,7 @@ func TestTIsTheTimeUntilMoreQuota(t *testing.T) {
 // burst of 50 is q=50 over w=5, so r (49 after one request) never exceeds
 // q.
 func TestRNeverExceedsQ(t *testing.T) {
-	srv := newServer(t, []httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, memstore.New()), Limit: sluice.PerSecond(10).WithBurst(50)}})
+	srv := newServer(t, []httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, newMemStore(t)), Limit: sluice.PerSecond(10).WithBurst(50)}})
 	resp := get(t, srv.URL, nil)
 	require.Equal(t, []string{`"p";q=50;w=5`}, resp.Header.Values("RateLimit-Policy"))
 	require.Equal(t, []string{`"p";r=49;t=1`}, resp.Header.Values("RateLimit"))
@@ -151,7 +150,7 @@ func TestRNeverExceedsQ(t *testing.T) {
 // item for each policy checked. The 429 is the draft's quota-exceeded
 // problem naming the policy that denied.
 func TestPolicyHeaderDoesNotChangeOnADenial(t *testing.T) {
-	tb := tokenBucket(t, memstore.New())
+	tb := tokenBucket(t, newMemStore(t))
 	srv := newServer(t, []httplimit.Policy{
 		{Name: "tight", Limiter: tb, Limit: sluice.PerMinute(1)},
 		{Name: "loose", Limiter: tb, Limit: sluice.PerMinute(100)},
@@ -173,7 +172,7 @@ func TestPolicyHeaderDoesNotChangeOnADenial(t *testing.T) {
 // TestConfigurationRefusesWhatItCannotServe: at construction, in code and
 // in a file, each refusal naming the policy and the field.
 func TestConfigurationRefusesWhatItCannotServe(t *testing.T) {
-	store := memstore.New()
+	store := newMemStore(t)
 	tb := tokenBucket(t, store)
 	sc, err := slidingcounter.New(store)
 	require.NoError(t, err)
@@ -226,7 +225,7 @@ func TestConfigurationRefusesWhatItCannotServe(t *testing.T) {
 // TestRoutesInCode: one middleware, policies with routes and without, as a
 // file writes them: the orders policy counts POST /orders only.
 func TestRoutesInCode(t *testing.T) {
-	tb := tokenBucket(t, memstore.New())
+	tb := tokenBucket(t, newMemStore(t))
 	srv := newServer(t, []httplimit.Policy{
 		{Name: "per-client", Limiter: tb, Limit: sluice.PerMinute(100)},
 		{Name: "orders", Limiter: tb, Limit: sluice.PerMinute(1), Routes: []string{"POST /orders"}},
@@ -254,7 +253,7 @@ func TestRoutesInCode(t *testing.T) {
 // its key reads is the client's: 400.
 func TestAKeyThatCannotWorkHereIs500(t *testing.T) {
 	var logs strings.Builder
-	mw, err := httplimit.Middleware([]httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, memstore.New()), Limit: sluice.PerMinute(5)}},
+	mw, err := httplimit.Middleware([]httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, newMemStore(t)), Limit: sluice.PerMinute(5)}},
 		httplimit.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	require.NoError(t, err)
 	for _, remote := range []string{"@", ""} {
@@ -267,7 +266,7 @@ func TestAKeyThatCannotWorkHereIs500(t *testing.T) {
 	}
 	require.Contains(t, logs.String(), "misconfigured")
 
-	header, err := httplimit.Middleware([]httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, memstore.New()), Limit: sluice.PerMinute(5), Key: httplimit.Header("X-API-Key")}})
+	header, err := httplimit.Middleware([]httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, newMemStore(t)), Limit: sluice.PerMinute(5), Key: httplimit.Header("X-API-Key")}})
 	require.NoError(t, err)
 	rec := httptest.NewRecorder()
 	header(ok).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
@@ -276,7 +275,7 @@ func TestAKeyThatCannotWorkHereIs500(t *testing.T) {
 
 	// The text of any other error a key function returns is never shown.
 	secret := func(*http.Request) (string, error) { return "", errors.New("lookup in db://user:pass@10.0.0.1 failed") }
-	custom, err := httplimit.Middleware([]httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, memstore.New()), Limit: sluice.PerMinute(5), Key: secret}})
+	custom, err := httplimit.Middleware([]httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, newMemStore(t)), Limit: sluice.PerMinute(5), Key: secret}})
 	require.NoError(t, err)
 	rec = httptest.NewRecorder()
 	custom(ok).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))

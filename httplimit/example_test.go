@@ -40,7 +40,8 @@ func show(mw func(http.Handler) http.Handler, remoteAddr string) {
 // a key function that cannot work on this server (a Unix-socket listener).
 func Example_responses() {
 	clock := sluicetest.NewFakeClock(time.Unix(1_700_000_000, 0))
-	tb, _ := tokenbucket.New(memstore.New(memstore.WithClock(clock)))
+	store, _ := memstore.New(memstore.WithClock(clock))
+	tb, _ := tokenbucket.New(store)
 	mw, _ := httplimit.Middleware([]httplimit.Policy{{Name: "per-client", Limiter: tb, Limit: sluice.PerMinute(2)}})
 
 	fmt.Println("== allowed")

@@ -24,6 +24,14 @@ import (
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
 var ok = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 
 func newServer(t *testing.T, policies []httplimit.Policy, opts ...httplimit.Option) *httptest.Server {
@@ -115,7 +123,7 @@ func TestDenialIs429WithHonestRetryAfter(t *testing.T) {
 }
 
 func TestSeveralPoliciesAndHeaderSwitches(t *testing.T) {
-	store := memstore.New()
+	store := newMemStore(t)
 	tb := tokenBucket(t, store)
 	policies := []httplimit.Policy{
 		{Name: "tenant", Limiter: tb, Limit: sluice.PerMinute(100), Key: httplimit.Header("X-API-Key")},
@@ -165,7 +173,7 @@ func TestLimiterErrors(t *testing.T) {
 }
 
 func TestBadPolicies(t *testing.T) {
-	tb := tokenBucket(t, memstore.New())
+	tb := tokenBucket(t, newMemStore(t))
 	for _, ps := range [][]httplimit.Policy{
 		nil,
 		{{Name: "", Limiter: tb, Limit: sluice.PerSecond(1)}},
@@ -180,7 +188,7 @@ func TestBadPolicies(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	ps := []httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, memstore.New()), Limit: sluice.PerSecond(1)}}
+	ps := []httplimit.Policy{{Name: "p", Limiter: tokenBucket(t, newMemStore(t)), Limit: sluice.PerSecond(1)}}
 	for _, c := range []struct {
 		opt  httplimit.Option
 		want string

@@ -21,7 +21,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/httplimit"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 func request(remote string, xff ...string) *http.Request {
@@ -90,7 +89,7 @@ func TestSpoofedForwardedForKeepsOneKey(t *testing.T) {
 	require.NoError(t, err)
 	for name, key := range map[string]httplimit.KeyFunc{"remote-addr": httplimit.RemoteAddr(), "trusted-proxies": trusted} {
 		t.Run(name, func(t *testing.T) {
-			srv := newServer(t, []httplimit.Policy{{Name: "ip", Limiter: tokenBucket(t, memstore.New()), Limit: sluice.PerMinute(5), Key: key}})
+			srv := newServer(t, []httplimit.Policy{{Name: "ip", Limiter: tokenBucket(t, newMemStore(t)), Limit: sluice.PerMinute(5), Key: key}})
 			codes := map[int]int{}
 			for i := range 20 {
 				resp := get(t, srv.URL, map[string]string{"X-Forwarded-For": "203.0.113." + strconv.Itoa(i)})

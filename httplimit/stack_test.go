@@ -13,7 +13,6 @@ import (
 	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/shard"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 var rateLimitItem = regexp.MustCompile(`^"p";r=([0-9]+);t=([0-9]+)$`) // t: the bucket is not full
@@ -34,7 +33,7 @@ func TestHeadersAreHonestUnderLeaseAndShard(t *testing.T) {
 		{"shard", func(l sluice.Limiter) (sluice.Limiter, error) { return shard.New(l, shard.WithShards(4)) }, 30},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tb, err := tokenbucket.New(memstore.New())
+			tb, err := tokenbucket.New(newMemStore(t))
 			require.NoError(t, err)
 			l, err := c.wrap(tb)
 			require.NoError(t, err)

@@ -18,7 +18,6 @@ import (
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/sluiceotel"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // gatedStore holds every script call until gate closes, and counts the
@@ -63,7 +62,7 @@ func TestLeasesStayBatchedThroughDecorators(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := &gatedStore{Store: memstore.New(), gate: make(chan struct{})}
+				store := &gatedStore{Store: newMemStore(t), gate: make(chan struct{})}
 				tb, err := tokenbucket.New(store)
 				require.NoError(t, err)
 				next, err := c.wrap(tb)

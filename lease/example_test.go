@@ -17,7 +17,11 @@ import (
 // what was not spent.
 func Example() {
 	ctx := context.Background()
-	tb, err := tokenbucket.New(memstore.New()) // in production: a Redis store
+	store, err := memstore.New() // in production: a Redis store
+	if err != nil {
+		panic(err)
+	}
+	tb, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/lease"
 	"github.com/sluicehq/sluice/sluicetest"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // TestOnlyHotKeysAreLeased: with WithHotKeys, a key of the hot tenant is
@@ -20,7 +19,7 @@ import (
 // exactly as without the decorator: nothing is reserved for it.
 func TestOnlyHotKeysAreLeased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) { // time stands still: decisions compare exactly
-		store := &sluicetest.CountingStore{Store: memstore.New()}
+		store := &sluicetest.CountingStore{Store: newMemStore(t)}
 		tb, err := tokenbucket.New(store)
 		require.NoError(t, err)
 		l, err := lease.New(tb, lease.WithHotKeys("tenant:42"), lease.WithSize(10))
@@ -39,7 +38,7 @@ func TestOnlyHotKeysAreLeased(t *testing.T) {
 		synctest.Wait() // the hot key's background refill has landed
 		runs := store.Runs.Load()
 
-		bare, err := tokenbucket.New(memstore.New())
+		bare, err := tokenbucket.New(newMemStore(t))
 		require.NoError(t, err)
 		for range 5 {
 			d, err := l.AllowN(t.Context(), cold, limit, 1)
@@ -54,7 +53,7 @@ func TestOnlyHotKeysAreLeased(t *testing.T) {
 }
 
 func TestHotKeyOptionsRefuseWhatCannotWork(t *testing.T) {
-	tb, err := tokenbucket.New(memstore.New())
+	tb, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	for _, opt := range []lease.Option{lease.WithHotKeys(), lease.WithHotKeys("a", ""), lease.WithPredicate(nil)} {
 		_, err := lease.New(tb, opt)

@@ -11,7 +11,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/lease"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // TestAnIdleLimiterSleeps: with 1,000 keys leased and then no request for
@@ -21,7 +20,7 @@ import (
 // (testing/synctest), so the machine's load cannot change them.
 func TestAnIdleLimiterSleeps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tb, err := tokenbucket.New(memstore.New())
+		tb, err := tokenbucket.New(newMemStore(t))
 		require.NoError(t, err)
 		l, err := lease.New(tb)
 		require.NoError(t, err)
@@ -58,7 +57,7 @@ func TestAnIdleLimiterSleeps(t *testing.T) {
 //	go test -run '^$' -bench BenchmarkIdleLimiter -benchtime 1x ./lease/
 func BenchmarkIdleLimiter(b *testing.B) {
 	for b.Loop() {
-		tb, err := tokenbucket.New(memstore.New())
+		tb, err := tokenbucket.New(newMemStore(b))
 		require.NoError(b, err)
 		l, err := lease.New(tb)
 		require.NoError(b, err)

@@ -32,6 +32,14 @@ import (
 
 func TestMain(m *testing.M) { builtins.Main(m) }
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
 // shared is the shared limit the processes lease from: a token bucket that
 // counts the calls reaching it, each first waiting for delay.
 type shared struct {
@@ -46,7 +54,7 @@ type shared struct {
 var errStore = errors.New("store unavailable")
 
 func newShared(t *testing.T) *shared {
-	tb, err := tokenbucket.New(memstore.New())
+	tb, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	return &shared{Limiter: tb}
 }
@@ -384,14 +392,14 @@ func TestWaitersShareADenial(t *testing.T) {
 }
 
 func TestOnlyALeaserCanBeLeasedFrom(t *testing.T) {
-	fw, err := fixedwindow.New(memstore.New())
+	fw, err := fixedwindow.New(newMemStore(t))
 	require.NoError(t, err)
 	_, err = lease.New(fw)
 	require.ErrorIs(t, err, sluice.ErrUnsupported)
 	require.True(t, strings.Contains(err.Error(), "lease") && strings.Contains(err.Error(), "fixedwindow"), err.Error())
 	_, err = lease.New(nil)
 	require.Error(t, err)
-	g, err := gcra.New(memstore.New())
+	g, err := gcra.New(newMemStore(t))
 	require.NoError(t, err)
 	require.Equal(t, []string{"refund", "reset", "batch", "bound", "lease", "leasebatch"}, sluicetest.Capabilities(t, g))
 	l, err := lease.New(g)

@@ -16,7 +16,6 @@ import (
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/ext/algorithm"
 	"github.com/sluicehq/sluice/lease"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // opStore records the lease operations of every script call (1 take, 2
@@ -114,7 +113,7 @@ func requireGivenBack(t *testing.T, tb *tokenbucket.Limiter, keys []string) {
 // releases, not a call each; every unspent token goes back.
 func TestExpiredLeasesAreReleasedInBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &opStore{Store: memstore.New()}
+		store := &opStore{Store: newMemStore(t)}
 		tb, err := tokenbucket.New(store)
 		require.NoError(t, err)
 		l, err := lease.New(tb)
@@ -139,7 +138,7 @@ func TestExpiredLeasesAreReleasedInBatches(t *testing.T) {
 // calls of up to sluice.MaxBatch releases, and returns once they landed.
 func TestCloseReleasesInBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &opStore{Store: memstore.New()}
+		store := &opStore{Store: newMemStore(t)}
 		tb, err := tokenbucket.New(store)
 		require.NoError(t, err)
 		l, err := lease.New(tb, lease.WithHold(time.Minute))
@@ -192,7 +191,7 @@ func (s *singlesOnly) calls() (n int, byKey map[string][]int64) {
 // its own, giving back its unspent tokens.
 func TestWithoutBatchesEachReleaseIsACall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tb, err := tokenbucket.New(memstore.New())
+		tb, err := tokenbucket.New(newMemStore(t))
 		require.NoError(t, err)
 		next := &singlesOnly{tb: tb, releases: map[string][]int64{}}
 		_, batches := sluice.As[ext.LeaseBatcher](next)
@@ -231,7 +230,7 @@ func TestWithoutBatchesEachReleaseIsACall(t *testing.T) {
 // overtakes the release (which would end the new reservation).
 func TestARequestWaitsForTheJanitorsRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &opStore{Store: memstore.New()}
+		store := &opStore{Store: newMemStore(t)}
 		tb, err := tokenbucket.New(store)
 		require.NoError(t, err)
 		l, err := lease.New(tb)

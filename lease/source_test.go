@@ -10,7 +10,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/lease"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // TestLeaseHitsSaySo: a decision the lease makes from the tokens it holds
@@ -19,7 +18,7 @@ import (
 // Source store. Neither is degraded.
 func TestLeaseHitsSaySo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tb, err := tokenbucket.New(memstore.New())
+		tb, err := tokenbucket.New(newMemStore(t))
 		require.NoError(t, err)
 		l, err := lease.New(tb, lease.WithSize(10))
 		require.NoError(t, err)

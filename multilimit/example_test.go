@@ -16,7 +16,11 @@ func Example() {
 	// A fake clock makes the windows deterministic; production code uses
 	// the Redis server's clock (no WithClock).
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	limiter, err := multilimit.New(memstore.New(), multilimit.WithClock(clock))
+	store, err := memstore.New()
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := multilimit.New(store, multilimit.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}

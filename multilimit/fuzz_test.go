@@ -13,7 +13,6 @@ import (
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // FuzzScriptMatchesModel: random sequences of multi-limit calls (1 to 3
@@ -47,7 +46,7 @@ func FuzzScriptMatchesModel(f *testing.F) {
 		require.NoError(t, err)
 		script, err := multilimit.New(store, multilimit.WithClock(clock))
 		require.NoError(t, err)
-		model, err := multilimit.New(memstore.New(), multilimit.WithClock(clock))
+		model, err := multilimit.New(newMemStore(t), multilimit.WithClock(clock))
 		require.NoError(t, err)
 		tenant := sluicetest.UniqueKey(t)
 		for i := 0; i+6 <= len(ops) && i < 6*150; i += 6 {

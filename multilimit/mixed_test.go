@@ -14,7 +14,6 @@ import (
 	"github.com/sluicehq/sluice/multilimit"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // TestMixedAlgorithms: a token bucket per second and a fixed window per
@@ -73,7 +72,7 @@ func TestMixedAlgorithms(t *testing.T) {
 			require.Equal(t, int64(4), d.Limits[1].Remaining)
 
 			// Random calls over all five algorithms against the model.
-			model, err := multilimit.New(memstore.New(), multilimit.WithClock(clock))
+			model, err := multilimit.New(newMemStore(t), multilimit.WithClock(clock))
 			require.NoError(t, err)
 			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
 			all := []multilimit.Check{
@@ -100,7 +99,7 @@ func TestMixedAlgorithms(t *testing.T) {
 }
 
 func TestBadChecks(t *testing.T) {
-	l, err := multilimit.New(memstore.New())
+	l, err := multilimit.New(newMemStore(t))
 	require.NoError(t, err)
 	k := sluice.Key("t", "a")
 	_, err = l.AllowN(t.Context(), []multilimit.Check{{Key: k, Limit: perSecond, Algorithm: "leaky"}}, 1)

@@ -25,6 +25,14 @@ import (
 
 func TestMain(m *testing.M) { builtins.Main(m) }
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
 var (
 	perSecond = sluice.Limit{Rate: 5, Period: time.Second, Burst: 5}
 	perMinute = sluice.Limit{Rate: 8, Period: time.Minute, Burst: 8}
@@ -103,7 +111,7 @@ func TestAllOrNothing(t *testing.T) {
 			require.Equal(t, int64(2), p.Remaining)
 
 			// Random sequences against the model.
-			model, err := multilimit.New(memstore.New(), multilimit.WithClock(clock))
+			model, err := multilimit.New(newMemStore(t), multilimit.WithClock(clock))
 			require.NoError(t, err)
 			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 			other := checks(tenant + ":random")
@@ -121,7 +129,7 @@ func TestAllOrNothing(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	l, err := multilimit.New(memstore.New())
+	l, err := multilimit.New(newMemStore(t))
 	require.NoError(t, err)
 	_, err = l.AllowN(t.Context(), nil, 1)
 	require.ErrorIs(t, err, sluice.ErrInvalidLimit)
@@ -135,9 +143,9 @@ func TestBadInput(t *testing.T) {
 	require.ErrorIs(t, err, sluice.ErrInvalidLimit)
 	_, err = multilimit.New(nil)
 	require.Error(t, err)
-	_, err = multilimit.New(memstore.New(), multilimit.WithClock(nil))
+	_, err = multilimit.New(newMemStore(t), multilimit.WithClock(nil))
 	require.ErrorContains(t, err, "multilimit: WithClock(nil)")
-	_, err = multilimit.New(memstore.New(), nil)
+	_, err = multilimit.New(newMemStore(t), nil)
 	require.ErrorContains(t, err, "multilimit: option 0 is nil")
 }
 

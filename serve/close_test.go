@@ -14,7 +14,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/serve"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // gatedStore holds every script call on a key containing match until open
@@ -48,7 +47,7 @@ func (g *gatedStore) Run(ctx context.Context, s *sluice.Script, keys []string, a
 // in force and returned at once, so a SIGTERM right after a SIGHUP could
 // exit with the old leases' tokens still reserved.
 func TestCloseAlsoClosesTheReplacedPolicies(t *testing.T) {
-	mem := memstore.New()
+	mem := newMemStore(t)
 	gate := &gatedStore{Store: mem, match: "slow", open: make(chan struct{}), entered: make(chan struct{})}
 	config := []byte(`domain: edge
 policies:

@@ -18,7 +18,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/serve"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // keyStore records the keys of every script run, in process.
@@ -43,7 +42,7 @@ func (k *keyStore) Run(ctx context.Context, s *sluice.Script, keys []string, arg
 // store that fails with no fallback is UNAVAILABLE; /v1/allow answers a
 // denial with 200.
 func TestDetailsOfTheResponse(t *testing.T) {
-	store := &keyStore{next: memstore.New()}
+	store := &keyStore{next: newMemStore(t)}
 	srv, err := serve.New([]byte(`domain: edge
 policies:
   - {name: pair, match: [{key: a}, {key: b}], rate: 10, period: 30s}

@@ -26,7 +26,12 @@ policies:
     rate: 2
     period: 1m
 `)
-	srv, err := serve.New(config, memstore.New(), nil, nil)
+	store, err := memstore.New()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv, err := serve.New(config, store, nil, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -18,7 +18,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/serve"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 func post(t *testing.T, url, body string) (*http.Response, string) {
@@ -36,7 +35,7 @@ func post(t *testing.T, url, body string) (*http.Response, string) {
 // descriptor's value, so gRPC and JSON callers share a limit. Bad requests
 // are 400 and name what is wrong.
 func TestAllowEndpoint(t *testing.T) {
-	srv, err := serve.New([]byte("domain: edge\npolicies:\n  - {name: per-user, match: [{key: user}], rate: 3, period: 1m}\n"), memstore.New(), nil, nil)
+	srv, err := serve.New([]byte("domain: edge\npolicies:\n  - {name: per-user, match: [{key: user}], rate: 3, period: 1m}\n"), newMemStore(t), nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	web := httptest.NewServer(srv.Handler(nil))
@@ -102,7 +101,7 @@ func TestReadiness(t *testing.T) {
 		file  string
 		ready bool
 	}{
-		{"store answers", memstore.New(), "policies:\n  - {name: p, match: [{key: u}], rate: 5, period: 1s, fallback: closed}\n", true},
+		{"store answers", newMemStore(t), "policies:\n  - {name: p, match: [{key: u}], rate: 5, period: 1s, fallback: closed}\n", true},
 		{"down, closed", downStore{}, "policies:\n  - {name: p, match: [{key: u}], rate: 5, period: 1s, fallback: closed}\n  - {name: q, match: [{key: v}], rate: 5, period: 1s, fallback: open}\n", false},
 		{"down, no fallback", downStore{}, "policies:\n  - {name: p, match: [{key: u}], rate: 5, period: 1s}\n", false},
 		{"down, open and local", downStore{}, "policies:\n  - {name: p, match: [{key: u}], rate: 5, period: 1s, fallback: open}\n  - {name: q, match: [{key: v}], rate: 6, period: 1s, fallback: local, replicas: 3}\n", true},
@@ -133,7 +132,7 @@ func TestMetrics(t *testing.T) {
 	require.NoError(t, err)
 	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	t.Cleanup(func() { _ = meters.Shutdown(context.Background()) })
-	srv, err := serve.New([]byte("domain: edge\npolicies:\n  - {name: per-user, match: [{key: user}], rate: 2, period: 1m}\n"), memstore.New(), meters, nil)
+	srv, err := serve.New([]byte("domain: edge\npolicies:\n  - {name: per-user, match: [{key: user}], rate: 2, period: 1m}\n"), newMemStore(t), meters, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	rls := startRLS(t, srv)

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/sluicehq/sluice/serve"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 const (
@@ -26,7 +25,7 @@ const (
 // returns a gRPC client of it.
 func newRLS(t *testing.T, config string) rlsv3.RateLimitServiceClient {
 	t.Helper()
-	srv, err := serve.New([]byte(config), memstore.New(), nil, nil)
+	srv, err := serve.New([]byte(config), newMemStore(t), nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	return startRLS(t, srv)
@@ -180,7 +179,7 @@ func TestBadConfigurations(t *testing.T) {
 		{"two documents", "policies:\n  - {name: p, match: [{key: u}], rate: 5, period: 1s}\n---\npolicies: []\n", "document"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := serve.New([]byte(c.file), memstore.New(), nil, nil)
+			_, err := serve.New([]byte(c.file), newMemStore(t), nil, nil)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), c.want)
 			if strings.Contains(c.file, "name: p") && c.name != "duplicate names" && c.name != "two documents" && c.name != "unknown field" && c.name != "fraction" && c.name != "unknown mode" {

@@ -199,7 +199,11 @@ func withFallback(l sluice.Limiter, pc PolicyConfig) (sluice.Limiter, error) {
 		if pc.Replicas < 1 {
 			return nil, errors.New("replicas: fallback: local needs the number of servers sharing the limit")
 		}
-		local, err := algorithms.New(pc.Algorithm, memstore.New())
+		mem, err := memstore.New()
+		if err != nil {
+			return nil, err
+		}
+		local, err := algorithms.New(pc.Algorithm, mem)
 		if err != nil {
 			return nil, err
 		}

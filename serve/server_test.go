@@ -16,6 +16,14 @@ import (
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
 // startRLS runs srv's rate-limit service on a loopback port and returns a
 // client of it (go-control-plane's generated client).
 func startRLS(t *testing.T, srv *serve.Server) rlsv3.RateLimitServiceClient {
@@ -46,7 +54,7 @@ func descriptor(kv ...string) *ratelimitv3.RateLimitDescriptor {
 func TestTheExamplePolicies(t *testing.T) {
 	config, err := os.ReadFile("policies.example.yaml")
 	require.NoError(t, err)
-	srv, err := serve.New(config, memstore.New(), nil, nil)
+	srv, err := serve.New(config, newMemStore(t), nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	client := startRLS(t, srv)

@@ -16,7 +16,11 @@ import (
 // parts of the slot range; every other tenant passes through unchanged.
 func Example() {
 	ctx := context.Background()
-	tb, err := tokenbucket.New(memstore.New()) // in production: a Redis Cluster store
+	store, err := memstore.New() // in production: a Redis Cluster store
+	if err != nil {
+		panic(err)
+	}
+	tb, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)
 	}

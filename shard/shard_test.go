@@ -30,6 +30,14 @@ import (
 
 func TestMain(m *testing.M) { builtins.Main(m) }
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
 // bucket is a token bucket on the in-process store, on a fake clock that
 // only moves when told.
 type bucket struct {
@@ -42,7 +50,7 @@ type bucket struct {
 func newBucket(t *testing.T) bucket {
 	t.Helper()
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	store := memstore.New(memstore.WithClock(clock))
+	store := newMemStore(t, memstore.WithClock(clock))
 	runs := &sluicetest.CountingStore{Store: store}
 	tb, err := tokenbucket.New(runs, tokenbucket.WithClock(clock))
 	require.NoError(t, err)
@@ -412,7 +420,7 @@ func TestCapacity(t *testing.T) {
 	require.ErrorIs(t, err, sluice.ErrInvalidLimit, "a share the token bucket refuses")
 
 	// The window algorithms' capacity is the rate: a share's rate.
-	fw, err := fixedwindow.New(memstore.New())
+	fw, err := fixedwindow.New(newMemStore(t))
 	require.NoError(t, err)
 	got, err := newShard(t, fw, shard.WithShards(4)).Capacity("k", sluice.Limit{Rate: 40, Period: time.Second, Burst: 1000})
 	require.NoError(t, err)
@@ -595,7 +603,7 @@ func (s *crossSlotStore) Run(ctx context.Context, script *sluice.Script, keys []
 // slots; a batch is split by hash tag once the store says so.
 func TestAllowBatchOnACluster(t *testing.T) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	store := &crossSlotStore{Store: memstore.New(memstore.WithClock(clock))}
+	store := &crossSlotStore{Store: newMemStore(t, memstore.WithClock(clock))}
 	tb, err := tokenbucket.New(store, tokenbucket.WithClock(clock))
 	require.NoError(t, err)
 	batch := as[sluice.BatchLimiter](t, newShard(t, tb, shard.WithShards(4)))

@@ -22,7 +22,6 @@ import (
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/sluiceotel"
 	"github.com/sluicehq/sluice/sluicetest"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 var (
@@ -245,7 +244,7 @@ func decisionCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int
 // layer reports every capability, and each call made at the top goes
 // through every layer to the bucket and back.
 func TestEveryCapabilityThroughTheWholeStack(t *testing.T) {
-	tb, err := tokenbucket.New(memstore.New())
+	tb, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	co, err := coalesce.New(tb)
 	require.NoError(t, err)

@@ -26,7 +26,11 @@ func Example() {
 	spans := tracetest.NewInMemoryExporter()
 	reader := sdkmetric.NewManualReader()
 
-	tb, err := tokenbucket.New(memstore.New()) // in production: a Redis store
+	store, err := memstore.New() // in production: a Redis store
+	if err != nil {
+		panic(err)
+	}
+	tb, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)
 	}
@@ -97,7 +101,11 @@ func Example() {
 // With no-op providers the decorator records nothing and costs next to
 // nothing, and decisions pass through unchanged.
 func ExampleWithTracerProvider() {
-	tb, err := tokenbucket.New(memstore.New())
+	store, err := memstore.New()
+	if err != nil {
+		panic(err)
+	}
+	tb, err := tokenbucket.New(store)
 	if err != nil {
 		panic(err)
 	}

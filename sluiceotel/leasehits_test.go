@@ -11,7 +11,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/lease"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // TestLeaseHitsAreCounted: over a lease, the decisions spent from the
@@ -20,7 +19,7 @@ import (
 // lease's hit rate is the ratio of the two.
 func TestLeaseHitsAreCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tb, err := tokenbucket.New(memstore.New())
+		tb, err := tokenbucket.New(newMemStore(t))
 		require.NoError(t, err)
 		leased, err := lease.New(tb, lease.WithSize(10))
 		require.NoError(t, err)

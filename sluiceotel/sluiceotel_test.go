@@ -21,6 +21,14 @@ import (
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
 type scripted struct {
 	d   sluice.Decision
 	err error
@@ -52,7 +60,7 @@ func attrs(kvs []attribute.KeyValue) map[string]any {
 }
 
 func TestSpansAndMetrics(t *testing.T) {
-	tb, err := tokenbucket.New(memstore.New())
+	tb, err := tokenbucket.New(newMemStore(t))
 	require.NoError(t, err)
 	l, spans, reader := setup(t, tb)
 	limit := sluice.PerSecond(2)
@@ -160,7 +168,7 @@ func TestBadOptions(t *testing.T) {
 //	go test -run '^$' -bench BenchmarkOverhead -benchtime 2s -count 3 ./sluiceotel/
 func BenchmarkOverhead(b *testing.B) {
 	limit := sluice.PerSecond(1_000_000).WithBurst(1_000_000_000)
-	tb, err := tokenbucket.New(memstore.New())
+	tb, err := tokenbucket.New(newMemStore(b))
 	require.NoError(b, err)
 	noop, err := sluiceotel.New(tb, sluiceotel.WithTracerProvider(tracenoop.NewTracerProvider()),
 		sluiceotel.WithMeterProvider(metricnoop.NewMeterProvider()), sluiceotel.WithAlgorithm("tokenbucket"))

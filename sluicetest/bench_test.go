@@ -735,7 +735,9 @@ func TestAccuracy(t *testing.T) {
 	for _, alg := range builtins.Algorithms {
 		for _, p := range accuracyPatterns(limit) {
 			clock := sluicetest.NewFakeClock(accuracyStart)
-			l := newAlgorithmLimiter(t, alg, memstore.New(memstore.WithClock(clock)), clock)
+			mem, err := memstore.New(memstore.WithClock(clock))
+			require.NoError(t, err)
+			l := newAlgorithmLimiter(t, alg, mem, clock)
 			key := sluice.Key("accuracy")
 			var admitted []int64
 			for _, off := range p.offsets {

@@ -342,7 +342,9 @@ func runAlgorithm(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) 
 
 	t.Run("random sequences match the in-process model, and retries are honest", func(t *testing.T) {
 		tier, clock, got, key := setup(t)
-		want, err := alg.New(memstore.New(), clock)
+		mem, err := memstore.New()
+		noError(t, err)
+		want, err := alg.New(mem, clock)
 		noError(t, err)
 		rng := newRand(t)
 		ctx := t.Context()

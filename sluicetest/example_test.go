@@ -15,7 +15,8 @@ import (
 // decides by the time it sets, not the machine's.
 func ExampleFakeClock() {
 	clock := sluicetest.NewFakeClock(time.Unix(0, 0))
-	limiter, _ := tokenbucket.New(memstore.New(memstore.WithClock(clock)))
+	store, _ := memstore.New(memstore.WithClock(clock))
+	limiter, _ := tokenbucket.New(store)
 	limit := sluice.PerMinute(1)
 	d, _ := limiter.AllowN(context.Background(), "k", limit, 1)
 	fmt.Println(d.Allowed)

@@ -13,7 +13,8 @@ import (
 // MemTier is the pure-Go tier: the scripts' Go twins on an in-process
 // store.
 func MemTier(t *testing.T) Tier {
-	s := memstore.New()
+	s, err := memstore.New()
+	noError(t, err)
 	return Tier{
 		Name:  "memstore",
 		Store: s,

@@ -13,7 +13,8 @@ import (
 func Example() {
 	// At sluicetest.Epoch, the current one-second window ends in 876543 µs.
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	limiter, _ := fixedwindow.New(memstore.New(), fixedwindow.WithClock(clock))
+	store, _ := memstore.New()
+	limiter, _ := fixedwindow.New(store, fixedwindow.WithClock(clock))
 	ctx := context.Background()
 	limit := sluice.PerSecond(3)
 

@@ -13,7 +13,8 @@ import (
 
 func Example() {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	limiter, _ := gcra.New(memstore.New(), gcra.WithClock(clock))
+	store, _ := memstore.New()
+	limiter, _ := gcra.New(store, gcra.WithClock(clock))
 	ctx := context.Background()
 	limit := sluice.Limit{Rate: 2, Period: time.Second, Burst: 2} // one every 500 ms, 2 at once
 

@@ -12,7 +12,8 @@ import (
 
 func Example() {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	limiter, _ := slidingcounter.New(memstore.New(), slidingcounter.WithClock(clock))
+	store, _ := memstore.New()
+	limiter, _ := slidingcounter.New(store, slidingcounter.WithClock(clock))
 	ctx := context.Background()
 	limit := sluice.PerSecond(10)
 

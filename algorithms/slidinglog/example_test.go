@@ -13,7 +13,8 @@ import (
 
 func Example() {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	limiter, _ := slidinglog.New(memstore.New(), slidinglog.WithClock(clock))
+	store, _ := memstore.New()
+	limiter, _ := slidinglog.New(store, slidinglog.WithClock(clock))
 	ctx := context.Background()
 	limit := sluice.PerSecond(2)
 

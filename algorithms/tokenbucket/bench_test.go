@@ -19,7 +19,6 @@ import (
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
-	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
 
@@ -137,7 +136,7 @@ func BenchmarkAllowN(b *testing.B) {
 		name string
 		l    *tokenbucket.Limiter
 	}{
-		{"model", newLimiter(b, memstore.New())},
+		{"model", newLimiter(b, newMemStore(b))},
 		{"go-redis", newLimiter(b, newGoRedisStore(b, goClient))},
 		{"rueidis", newLimiter(b, newRueidisStore(b, rueClient))},
 	}

@@ -47,7 +47,8 @@ func ExampleLimiter_AllowN() {
 	// The in-process store runs the script's Go twin; a fake clock makes
 	// the example deterministic.
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	limiter, _ := tokenbucket.New(memstore.New(), tokenbucket.WithClock(clock))
+	store, _ := memstore.New()
+	limiter, _ := tokenbucket.New(store, tokenbucket.WithClock(clock))
 	ctx := context.Background()
 	limit := sluice.Limit{Rate: 10, Period: time.Second, Burst: 5}
 

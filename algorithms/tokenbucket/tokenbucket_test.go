@@ -15,17 +15,25 @@ import (
 
 func TestMain(m *testing.M) { builtins.Main(m) }
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
 func TestNewRejectsBadArguments(t *testing.T) {
 	_, err := tokenbucket.New(nil)
 	require.ErrorContains(t, err, "store must not be nil")
-	_, err = tokenbucket.New(memstore.New(), nil)
+	_, err = tokenbucket.New(newMemStore(t), nil)
 	require.ErrorContains(t, err, "option 0 is nil")
-	_, err = tokenbucket.New(memstore.New(), tokenbucket.WithClock(nil))
+	_, err = tokenbucket.New(newMemStore(t), tokenbucket.WithClock(nil))
 	require.ErrorContains(t, err, "WithClock(nil)")
 }
 
 func TestClockOutsideRange(t *testing.T) {
-	l, err := tokenbucket.New(memstore.New(), tokenbucket.WithClock(sluicetest.NewFakeClock(time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC))))
+	l, err := tokenbucket.New(newMemStore(t), tokenbucket.WithClock(sluicetest.NewFakeClock(time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC))))
 	require.NoError(t, err)
 	_, err = l.AllowN(t.Context(), "k", sluice.PerSecond(1), 1)
 	require.ErrorContains(t, err, "outside the years 1970 to 2100")

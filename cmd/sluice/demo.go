@@ -279,7 +279,11 @@ func simulate(ctx context.Context, cfg demoConfig, shared sluice.Store, tag stri
 		clock := newFakeClock(simulationStart())
 		pods := make([]sluice.Limiter, n)
 		for i := range pods {
-			l, err := tokenbucket.New(memstore.New(memstore.WithClock(clock)), tokenbucket.WithClock(clock))
+			mem, err := memstore.New(memstore.WithClock(clock))
+			if err != nil {
+				return demoResult{}, err
+			}
+			l, err := tokenbucket.New(mem, tokenbucket.WithClock(clock))
 			if err != nil {
 				return demoResult{}, err
 			}

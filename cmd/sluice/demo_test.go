@@ -101,7 +101,9 @@ func TestSimulatePerPodAdmitsAllWhenPodsOutnumberTheLimit(t *testing.T) {
 	t.Parallel()
 	// 5 req/s against 1/s: at 10 pods each pod sees 0.5/s.
 	cfg := demoConfig{LimitPerMinute: 60, RatePerSecond: 5, Duration: time.Minute, Pods: []int{10, 20}}
-	res, err := simulate(t.Context(), cfg, memstore.New(), "test")
+	mem, err := memstore.New()
+	require.NoError(t, err)
+	res, err := simulate(t.Context(), cfg, mem, "test")
 	require.NoError(t, err)
 	require.Equal(t, int64(300), res.Sent)
 	require.Equal(t, int64(120), res.Ideal)

@@ -19,7 +19,11 @@ import (
 // perUser is middleware allowing 2 requests a minute per user, the user
 // being the path parameter that id reads.
 func perUser(id func(*http.Request) string) func(http.Handler) http.Handler {
-	limiter, err := tokenbucket.New(memstore.New())
+	store, err := memstore.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	limiter, err := tokenbucket.New(store)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -42,7 +46,11 @@ func perUser(id func(*http.Request) string) func(http.Handler) http.Handler {
 
 // perClient is middleware allowing 2 requests a minute per client address.
 func perClient() func(http.Handler) http.Handler {
-	limiter, err := tokenbucket.New(memstore.New())
+	store, err := memstore.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	limiter, err := tokenbucket.New(store)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -25,7 +25,9 @@ const burst = 3
 // store and token bucket. A nil key is the default (the client address).
 func newMiddleware(t *testing.T, name string, key httplimit.KeyFunc) func(http.Handler) http.Handler {
 	t.Helper()
-	tb, err := tokenbucket.New(memstore.New())
+	mem, err := memstore.New()
+	require.NoError(t, err)
+	tb, err := tokenbucket.New(mem)
 	require.NoError(t, err)
 	mw, err := httplimit.Middleware([]httplimit.Policy{
 		{Name: name, Limiter: tb, Limit: sluice.PerMinute(burst), Key: key},

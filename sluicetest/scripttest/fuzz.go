@@ -49,7 +49,9 @@ func FuzzScriptMatchesModel(f *testing.F, alg sluicetest.Algorithm) {
 		require.NoError(t, err)
 		script, err := alg.New(store, clock)
 		require.NoError(t, err)
-		model, err := alg.New(memstore.New(), clock)
+		mem, err := memstore.New()
+		require.NoError(t, err)
+		model, err := alg.New(mem, clock)
 		require.NoError(t, err)
 		key := sluice.Key(sluicetest.UniqueKey(t))
 		for i := 0; i+8 <= len(ops) && i < 8*200; i += 8 {

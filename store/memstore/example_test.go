@@ -15,7 +15,8 @@ import (
 // Redis, for one process. With a clock of its own, time is the test's.
 func Example() {
 	clock := sluicetest.NewFakeClock(time.Unix(1_700_000_000, 0))
-	limiter, _ := gcra.New(memstore.New(memstore.WithClock(clock)))
+	store, _ := memstore.New(memstore.WithClock(clock))
+	limiter, _ := gcra.New(store)
 	limit := sluice.PerSecond(1)
 	ctx := context.Background()
 	d, _ := limiter.AllowN(ctx, "k", limit, 1)

@@ -14,6 +14,7 @@ package memstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -67,38 +68,44 @@ type entry struct {
 }
 
 // Option configures a [Store].
-type Option func(*config)
+type Option func(*config) error
 
 type config struct {
 	clock sluice.Clock
 }
 
 // WithClock sets the clock that plays the part of Redis TIME and drives
-// expiry (default [sluice.SystemClock]). A nil clock means the system
-// clock, as if the option were omitted.
+// expiry (default [sluice.SystemClock]). A nil clock is refused: omit the
+// option for the system clock.
 func WithClock(clock sluice.Clock) Option {
-	return func(c *config) { c.clock = clock }
+	return func(c *config) error {
+		if clock == nil {
+			return errors.New("memstore: WithClock(nil): omit the option for the system clock")
+		}
+		c.clock = clock
+		return nil
+	}
 }
 
 // New returns an empty in-process store, on [sluice.SystemClock] unless
-// [WithClock] says otherwise. It cannot fail: a nil option is ignored.
-func New(opts ...Option) *Store {
-	var cfg config
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&cfg)
+// [WithClock] says otherwise. It fails only on a nil option or an option
+// given a value it cannot use.
+func New(opts ...Option) (*Store, error) {
+	cfg := config{clock: sluice.SystemClock{}}
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("memstore: option %d is nil", i)
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
 		}
 	}
-	clock := cfg.clock
-	if clock == nil {
-		clock = sluice.SystemClock{}
-	}
-	s := &Store{clock: clock, seed: maphash.MakeSeed()}
+	s := &Store{clock: cfg.clock, seed: maphash.MakeSeed()}
 	for i := range s.shards {
 		s.shards[i].entries = make(map[string]entry)
 		s.shards[i].sweepAfter = minSweepWrites
 	}
-	return s
+	return s, nil
 }
 
 // Run runs script's Go twin atomically with respect to every other Run on

@@ -14,6 +14,14 @@ import (
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
 // counter is a test script: it adds args[0] to every key and returns the
 // new values, with a TTL of args[1] milliseconds.
 var counter = sluice.NewScript("-- test only", func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
@@ -29,7 +37,7 @@ var counter = sluice.NewScript("-- test only", func(tx sluice.LocalTx, keys []st
 
 func TestExpiry(t *testing.T) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	s := memstore.New(memstore.WithClock(clock))
+	s := newMemStore(t, memstore.WithClock(clock))
 	ctx := t.Context()
 	got, err := s.Run(ctx, counter, []string{"a"}, []int64{5, 1000})
 	require.NoError(t, err)
@@ -51,21 +59,36 @@ func TestExpiry(t *testing.T) {
 	require.Equal(t, []int64{1}, got, "an expired key starts from nothing")
 }
 
-// WithClock(nil) is the system clock, as is no option at all.
-func TestNilClockIsSystemClock(t *testing.T) {
-	for name, s := range map[string]*memstore.Store{"no option": memstore.New(), "WithClock(nil)": memstore.New(memstore.WithClock(nil))} {
-		_, err := s.Run(t.Context(), counter, []string{"a"}, []int64{1, 60_000})
-		require.NoError(t, err, name)
-		ttl, ok := s.TTL("a")
-		require.True(t, ok, name)
-		require.Greater(t, ttl, 50*time.Second, name)
-		require.LessOrEqual(t, ttl, time.Minute, name)
+// Without WithClock the store is on the system clock.
+func TestNoClockIsSystemClock(t *testing.T) {
+	s := newMemStore(t)
+	_, err := s.Run(t.Context(), counter, []string{"a"}, []int64{1, 60_000})
+	require.NoError(t, err)
+	ttl, ok := s.TTL("a")
+	require.True(t, ok)
+	require.Greater(t, ttl, 50*time.Second)
+	require.LessOrEqual(t, ttl, time.Minute)
+}
+
+// New refuses a nil option and WithClock(nil), as every other New does.
+func TestNewRefusesNil(t *testing.T) {
+	clock := memstore.WithClock(sluicetest.NewFakeClock(sluicetest.Epoch))
+	for _, c := range []struct {
+		opt  memstore.Option
+		want string
+	}{
+		{nil, "memstore: option 1 is nil"},
+		{memstore.WithClock(nil), "memstore: WithClock(nil): omit the option for the system clock"},
+	} {
+		s, err := memstore.New(clock, c.opt)
+		require.EqualError(t, err, c.want)
+		require.Nil(t, s)
 	}
 }
 
 func TestExpiredEntriesAreSwept(t *testing.T) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	s := memstore.New(memstore.WithClock(clock))
+	s := newMemStore(t, memstore.WithClock(clock))
 	for i := range 100_000 {
 		_, err := s.Run(t.Context(), counter, []string{strconv.Itoa(i)}, []int64{1, 10})
 		require.NoError(t, err)
@@ -81,7 +104,7 @@ func TestExpiredEntriesAreSwept(t *testing.T) {
 
 func TestSpikeIsForgotten(t *testing.T) {
 	clock := sluicetest.NewFakeClock(sluicetest.Epoch)
-	s := memstore.New(memstore.WithClock(clock))
+	s := newMemStore(t, memstore.WithClock(clock))
 	for i := range 200_000 {
 		_, err := s.Run(t.Context(), counter, []string{strconv.Itoa(i)}, []int64{1, 1000})
 		require.NoError(t, err)
@@ -102,7 +125,7 @@ func TestSpikeIsForgotten(t *testing.T) {
 }
 
 func TestMultiKeyRunsAreAtomic(t *testing.T) {
-	s := memstore.New()
+	s := newMemStore(t)
 	keys := []string{"x", "y", "z"}
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -132,7 +155,7 @@ func TestMultiKeyRunsAreAtomic(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	s := memstore.New()
+	s := newMemStore(t)
 	_, err := s.Run(t.Context(), sluice.NewScript("return 1", nil), []string{"k"}, nil)
 	require.ErrorContains(t, err, "no in-process implementation")
 	ctx, cancel := context.WithCancel(t.Context())

@@ -17,6 +17,16 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
+// newMemStore returns memstore.New(opts...), failing t on an error.
+func newMemStore(t testing.TB, opts ...memstore.Option) *memstore.Store {
+	t.Helper()
+	s, err := memstore.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 const prefix = "tenant-a:"
 
 // prefixed wraps a tier's store in a prefixstore, and looks at what it
@@ -49,7 +59,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestKeysCarryThePrefix(t *testing.T) {
-	inner := memstore.New()
+	inner := newMemStore(t)
 	store, err := prefixstore.New(inner, prefix)
 	if err != nil {
 		t.Fatal(err)
@@ -78,8 +88,8 @@ func TestNewRefusesWhatCannotWork(t *testing.T) {
 		want   string
 	}{
 		{"nil store", nil, prefix, "must not be nil"},
-		{"empty prefix", memstore.New(), "", "must not be empty"},
-		{"a brace", memstore.New(), "t{1}:", "hash slots"},
+		{"empty prefix", newMemStore(t), "", "must not be empty"},
+		{"a brace", newMemStore(t), "t{1}:", "hash slots"},
 	} {
 		s, err := prefixstore.New(c.next, c.prefix)
 		if err == nil || !strings.Contains(err.Error(), c.want) || s != nil {
