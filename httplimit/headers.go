@@ -59,9 +59,12 @@ func (c *config) writeRateLimit(w http.ResponseWriter, o *outcome) {
 // is available (draft-10's t), and false where that is not known. For a
 // denial it is when the request would be allowed (its RetryAfter). For a
 // bucket, whose tokens come back one every interval and all of them by
-// ResetAfter, the next is due ResetAfter − (q − r − 1) × interval. A full
-// quota gets no more, and a window algorithm's allowed decision does not
-// tell when quota comes back (ResetAfter is when all of it has): no t.
+// ResetAfter, the next is due ResetAfter less the whole intervals before
+// it: read from ResetAfter alone, so that it stays true when Remaining is
+// an estimate (under a lease, Remaining counts the tokens the process
+// holds). A full quota gets no more, and a window algorithm's allowed
+// decision does not tell when quota comes back (ResetAfter is when all of
+// it has): no t. t is 0 only when r > 0, quota being left now.
 func untilMoreQuota(d sluice.Decision, q quota, r int64) (int64, bool) {
 	switch {
 	case !d.Allowed:
@@ -69,8 +72,15 @@ func untilMoreQuota(d sluice.Decision, q quota, r int64) (int64, bool) {
 	case r >= q.q || !q.refills:
 		return 0, false
 	}
-	next := d.ResetAfter.Seconds() - float64(q.q-r-1)*q.interval.Seconds()
-	return ceilSecondsF(max(next, 0)), true
+	var next time.Duration
+	if d.ResetAfter > 0 && q.interval > 0 {
+		next = d.ResetAfter - (d.ResetAfter-1)/q.interval*q.interval // in (0, interval]
+	}
+	t := ceilSeconds(next)
+	if r == 0 {
+		t = max(t, 1)
+	}
+	return t, true
 }
 
 // writeX sets the X-RateLimit-* headers from one policy's outcome (none

@@ -11,10 +11,10 @@ import (
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
-// The first request of a key takes a lease of B tokens with it; the next
-// ones are spent from the lease without a call to the store, their
-// Remaining an estimate of the shared limit (Estimated). Close gives back
-// what was not spent.
+// The first request of a key takes a lease of up to B tokens with it (at
+// most a quarter of what the limit has left); the next ones are spent from
+// the lease without a call to the store, their Remaining an estimate of
+// the shared limit (Estimated). Close gives back what was not spent.
 func Example() {
 	ctx := context.Background()
 	store, err := memstore.New() // in production: a Redis store
@@ -30,18 +30,17 @@ func Example() {
 		panic(err)
 	}
 	key := sluice.Key("tenant:42", "api")
-	limit := sluice.PerMinute(20)
+	limit := sluice.PerMinute(100)
 
 	for range 5 {
 		d, err := limiter.AllowN(ctx, key, limit, 1)
 		if err != nil {
 			panic(err)
 		}
-		fmt.Printf("allowed=%v remaining=%d estimated=%v\n", d.Allowed, d.Remaining, d.Estimated)
+		fmt.Printf("allowed=%v source=%v estimated=%v\n", d.Allowed, d.Source, d.Estimated)
 	}
-	// One call to the store for five decisions: the first, which took the
-	// lease. The process holds what is left of it.
-	fmt.Println("requests:", limiter.Stats().Requests, "held:", limiter.Held(key))
+	// The first decision took the lease from the store; the next four were
+	// spent from it, while the lease was topped up in the background.
 
 	// Refunds go back into the lease, up to what it has spent.
 	refunder, ok := sluice.As[sluice.Refunder](limiter)
@@ -49,7 +48,6 @@ func Example() {
 	if _, err := refunder.Refund(ctx, key, limit, 2); err != nil {
 		panic(err)
 	}
-	fmt.Println("held after a refund of 2:", limiter.Held(key))
 
 	// A lease.Limiter serves what the token bucket serves but leases: it
 	// does not lease to a decorator above it.
@@ -66,14 +64,12 @@ func Example() {
 	_, err = limiter.AllowN(ctx, key, limit, 1)
 	fmt.Println(err)
 	// Output:
-	// allowed=true remaining=19 estimated=true
-	// allowed=true remaining=18 estimated=true
-	// allowed=true remaining=17 estimated=true
-	// allowed=true remaining=16 estimated=true
-	// allowed=true remaining=15 estimated=true
-	// requests: 1 held: 6
+	// allowed=true source=store estimated=true
+	// allowed=true source=lease estimated=true
+	// allowed=true source=lease estimated=true
+	// allowed=true source=lease estimated=true
+	// allowed=true source=lease estimated=true
 	// refund: true
-	// held after a refund of 2: 8
 	// reset: true batch: true bound: true lease: false
 	// releases: 1
 	// lease: limiter closed

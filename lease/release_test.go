@@ -82,7 +82,7 @@ func requireReleasesOnly(t *testing.T, calls [][]int64, want int) {
 var noRefillLimit = sluice.Limit{Rate: 1, Period: time.Hour, Burst: 100}
 
 // leaseKeys leases from n keys through l, one token each (the lease holds
-// the other 99), and returns the keys.
+// a quarter of the other 99), and returns the keys.
 func leaseKeys(t *testing.T, l *lease.Limiter, n int) []string {
 	t.Helper()
 	var keys []string
@@ -91,7 +91,7 @@ func leaseKeys(t *testing.T, l *lease.Limiter, n int) []string {
 		d, err := l.AllowN(t.Context(), k, noRefillLimit, 1)
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
-		require.EqualValues(t, 99, l.Held(k))
+		require.EqualValues(t, 24, l.Held(k))
 		keys = append(keys, k)
 	}
 	return keys
@@ -205,7 +205,7 @@ func TestWithoutBatchesEachReleaseIsACall(t *testing.T) {
 		n, byKey := next.calls()
 		require.Equal(t, len(keys), n, "a call each")
 		for _, k := range keys {
-			require.Equal(t, []int64{99}, byKey[k], "key %s gave back its unspent tokens", k)
+			require.Equal(t, []int64{24}, byKey[k], "key %s gave back its unspent tokens", k)
 		}
 		requireGivenBack(t, tb, keys)
 
@@ -219,7 +219,7 @@ func TestWithoutBatchesEachReleaseIsACall(t *testing.T) {
 		n, byKey = next.calls()
 		require.Equal(t, len(keys)+5, n, "Close released the 5 leased again, a call each")
 		for _, k := range keys[:5] {
-			require.Equal(t, []int64{99, held[k]}, byKey[k], "key %s", k)
+			require.Equal(t, []int64{24, held[k]}, byKey[k], "key %s", k)
 		}
 	})
 }

@@ -285,38 +285,38 @@ func TestEveryCapabilityThroughTheWholeStack(t *testing.T) {
 
 	le, ok := sluice.As[ext.Leaser](l)
 	require.True(t, ok)
-	req := ext.LeaseRequest{Key: key, Limit: hourly, Holder: 7, Cost: 2, Extra: 3, Hold: time.Second}
+	req := ext.LeaseRequest{Key: key, Limit: hourly, Holder: 7, Cost: 2, Extra: 2, Hold: time.Second}
 	g, err := le.Lease(ctx, req)
 	require.NoError(t, err)
 	require.True(t, g.Allowed)
 	require.Equal(t, sluice.SourceStore, g.Source)
-	require.EqualValues(t, 3, g.Extra)
-	require.EqualValues(t, 3, g.Reserved)
-	require.EqualValues(t, 5, g.Remaining, "10 less the cost and the reservation")
-	d, err = le.Release(ctx, key, hourly, 7, 3)
+	require.EqualValues(t, 2, g.Extra, "a quarter of the 8 left after the cost")
+	require.EqualValues(t, 2, g.Reserved)
+	require.EqualValues(t, 6, g.Remaining, "10 less the cost and the reservation")
+	d, err = le.Release(ctx, key, hourly, 7, 2)
 	require.NoError(t, err)
 	require.EqualValues(t, 8, d.Remaining, "the unspent tokens are back")
 
 	lb, ok := sluice.As[ext.LeaseBatcher](l)
 	require.True(t, ok)
 	leased, err := lb.LeaseBatch(ctx, []ext.LeaseRequest{
-		{Key: key, Limit: hourly, Holder: 8, Cost: 1, Extra: 2, Hold: time.Second},
-		{Key: "user:43", Limit: hourly, Holder: 9, Cost: 1, Extra: 2, Hold: time.Second},
+		{Key: key, Limit: hourly, Holder: 8, Cost: 1, Extra: 1, Hold: time.Second},
+		{Key: "user:43", Limit: hourly, Holder: 9, Cost: 1, Extra: 1, Hold: time.Second},
 	})
 	require.NoError(t, err)
 	require.Len(t, leased, 2)
-	for i, want := range []int64{5, 7} { // 8 and 10 less the cost and the reservation
+	for i, want := range []int64{6, 8} { // 8 and 10 less the cost and the reservation
 		require.NoError(t, leased[i].Err)
 		require.True(t, leased[i].Allowed)
 		require.Equal(t, sluice.SourceStore, leased[i].Source)
-		require.EqualValues(t, 2, leased[i].Extra)
-		require.EqualValues(t, 2, leased[i].Reserved)
+		require.EqualValues(t, 1, leased[i].Extra)
+		require.EqualValues(t, 1, leased[i].Reserved)
 		require.Equal(t, want, leased[i].Remaining)
 	}
 	// Holder 8's release and holder 9's take in one batch.
 	leased, err = lb.LeaseBatch(ctx, []ext.LeaseRequest{
-		{Key: key, Limit: hourly, Holder: 8, Release: true, Unspent: 2},
-		{Key: "user:43", Limit: hourly, Holder: 9, Cost: 1, Held: 2, Hold: time.Second},
+		{Key: key, Limit: hourly, Holder: 8, Release: true, Unspent: 1},
+		{Key: "user:43", Limit: hourly, Holder: 9, Cost: 1, Held: 1, Hold: time.Second},
 	})
 	require.NoError(t, err)
 	require.NoError(t, leased[0].Err)
@@ -324,7 +324,7 @@ func TestEveryCapabilityThroughTheWholeStack(t *testing.T) {
 		leased[0].Grant, "a release: the unspent tokens are back")
 	require.NoError(t, leased[1].Err)
 	require.True(t, leased[1].Allowed)
-	require.EqualValues(t, 6, leased[1].Remaining)
+	require.EqualValues(t, 7, leased[1].Remaining)
 
 	var names []string
 	for _, s := range spans.GetSpans() {

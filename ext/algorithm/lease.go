@@ -75,7 +75,24 @@ var (
 const (
 	maxLeaseHoldUs = 3600000000
 	leaseTTLMargin = 1000 // ms, as the decision scripts'
+	// leaseShare is lease.lua's LEASE_SHARE: see leaseGrant.
+	leaseShare = 4
 )
+
+// leaseGrant is the lease rule (lease.lua's lease_grant): how many of extra
+// tokens a holder holding held is granted when the bucket has left after
+// the request's cost and others other holders hold live leases of the key.
+// After the grant the holder's unspent tokens are at most
+// 1/(leaseShare+others) of those plus what the bucket has left, so the
+// bucket keeps at least three times what any one holder holds, and the
+// more processes lease a key, the smaller each lease.
+func leaseGrant(extra, burst, left, held, others int64) int64 {
+	most := (left+held)/(leaseShare+others) - held
+	if most <= 0 {
+		return 0
+	}
+	return min(extra, burst, most)
+}
 
 // leaseModel is lease_single.lua's Go twin.
 func leaseModel(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
@@ -167,7 +184,7 @@ func leaseOp(tx sluice.LocalTx, key, ledgerKey string, args []int64, now int64) 
 			return nil, errModelLedger
 		}
 	}
-	var live, mine, mineExp int64
+	var live, mine, mineExp, others int64
 	for h, e := range entries {
 		if e.reserved < 0 || e.reserved > maxRateBurst || e.expiresUs < 0 || e.expiresUs > MaxNowMicros+maxLeaseHoldUs {
 			return nil, errModelLedger
@@ -176,6 +193,8 @@ func leaseOp(tx sluice.LocalTx, key, ledgerKey string, args []int64, now int64) 
 			live += e.reserved
 			if h == holder {
 				mine, mineExp = e.reserved, e.expiresUs
+			} else {
+				others++
 			}
 		}
 	}
@@ -214,7 +233,7 @@ func leaseOp(tx sluice.LocalTx, key, ledgerKey string, args []int64, now int64) 
 			}
 		case cost == 0:
 			if extra > 0 {
-				granted = min(extra, burst, (tolerance-deficit)/interval)
+				granted = leaseGrant(extra, burst, (tolerance-deficit)/interval, held, others)
 				deficit += granted * interval
 				spent = true
 				reserve = held + granted
@@ -233,7 +252,7 @@ func leaseOp(tx sluice.LocalTx, key, ledgerKey string, args []int64, now int64) 
 			}
 			reserve = held
 		default:
-			granted = min(extra, burst, (tolerance-after)/interval)
+			granted = leaseGrant(extra, burst, (tolerance-after)/interval, held, others)
 			deficit = after + granted*interval
 			spent = true
 			reserve = held + granted

@@ -24,7 +24,7 @@
 --          a token is left); op 2, the unspent tokens given back, 0..1e12
 -- ARGV[5]  op: 1 take, 2 release
 -- ARGV[6]  extra: op 1, tokens to hold beyond cost, 0..1e12 (granted as
---          many as the bucket has, up to burst)
+--          the lease rule allows, lease_grant)
 -- ARGV[7]  held: op 1, what the holder still holds of its reservation
 -- ARGV[8]  hold_us: op 1, how long the reservation lasts, 1000..3600000000
 -- ARGV[9]  holder: a positive decimal integer of at most 19 digits
@@ -40,6 +40,24 @@
 -- Keep in step with lease.go (leaseOp).
 
 local TTL_MARGIN_MS = 1000
+
+-- The lease rule: after a grant, a holder's unspent tokens are at most
+-- 1 / (LEASE_SHARE + others) of those plus what the bucket has left, others
+-- being the key's other live holders; so the bucket keeps at least three
+-- times what any one holder holds, and as more processes lease the key,
+-- each lease is smaller (lease.go: leaseGrant).
+local LEASE_SHARE = 4
+
+-- lease_grant is how many of extra tokens a holder holding held is granted
+-- when the bucket has left after the request's cost and others hold
+-- leases of the key too.
+local function lease_grant(extra, burst, left, held, others)
+  local most = math.floor((left + held) / (LEASE_SHARE + others)) - held
+  if most <= 0 then
+    return 0
+  end
+  return math.min(extra, burst, most)
+end
 
 -- lease_op runs one operation on key and ledger, its arguments at
 -- ARGV[b + 1 .. b + 9], at now; it returns the reply, or nil and an error
@@ -92,7 +110,7 @@ end
 -- The ledger: every reservation, live or expired.
 local entries = redis.call('HGETALL', ledger)
 local res, exp, fields = {}, {}, {}
-local live, mine, mine_exp = 0, 0, 0
+local live, mine, mine_exp, others = 0, 0, 0, 0
 for i = 1, #entries, 2 do
   local r, e = string.match(entries[i + 1], '^(%d+):(%d+)$')
   r, e = tonumber(r), tonumber(e)
@@ -105,6 +123,8 @@ for i = 1, #entries, 2 do
     live = live + r
     if entries[i] == holder then
       mine, mine_exp = r, e
+    else
+      others = others + 1
     end
   end
 end
@@ -149,7 +169,7 @@ else
         reserve = held
       end
     elseif extra > 0 then
-      granted = math.min(extra, burst, math.floor((tolerance - deficit) / interval))
+      granted = lease_grant(extra, burst, math.floor((tolerance - deficit) / interval), held, others)
       deficit = deficit + granted * interval
       spent = true
       reserve = held + granted
@@ -173,7 +193,7 @@ else
       end
       reserve = held
     else
-      granted = math.min(extra, burst, math.floor((tolerance - after) / interval))
+      granted = lease_grant(extra, burst, math.floor((tolerance - after) / interval), held, others)
       deficit = after + granted * interval
       spent = true
       reserve = held + granted

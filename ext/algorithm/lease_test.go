@@ -60,33 +60,34 @@ func TestLeasedTokensCountUntilReleased(t *testing.T) {
 				g, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 99, Hold: hold})
 				require.NoError(t, err)
 				require.True(t, g.Allowed)
-				require.EqualValues(t, 99, g.Extra, "the whole bucket is granted")
+				require.EqualValues(t, 24, g.Extra, "a quarter of the 99 left after the cost (the lease rule)")
+				require.EqualValues(t, 24, g.Reserved)
 				require.Equal(t, hold, g.Expires)
-				require.EqualValues(t, 0, g.Remaining)
+				require.EqualValues(t, 75, g.Remaining)
 
-				// 0.9 s later the unleased bucket would hold 90 tokens; the
-				// reservation of 99 leaves room for 1 at most.
+				// 0.9 s later the unleased bucket would be full; the
+				// reservation of 24 leaves room for 76 at most.
 				clock.Advance(900 * time.Millisecond)
 				d, err := l.AllowN(ctx, key, leaseLimit, 0)
 				require.NoError(t, err)
-				other, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 1, Extra: 50, Hold: hold})
+				other, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 76, Hold: hold})
 				require.NoError(t, err)
-				require.True(t, other.Allowed, "one token is free: burst 100 less 99 reserved")
+				require.True(t, other.Allowed, "76 tokens are free: burst 100 less 24 reserved")
 				require.EqualValues(t, 0, other.Extra)
 				require.True(t, d.Allowed, "a plain peek does not see reservations")
 				denied, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 1, Hold: hold})
 				require.NoError(t, err)
-				require.False(t, denied.Allowed, "the reservations leave nothing")
+				require.False(t, denied.Allowed, "the reservation leaves nothing")
 				require.Greater(t, denied.RetryAfter, time.Duration(0))
 
-				// Holder 1 spent 40 and releases the 59 it did not.
-				rel, err := l.Release(ctx, key, leaseLimit, 1, 59)
+				// Holder 1 spent 4 and releases the 20 it did not.
+				rel, err := l.Release(ctx, key, leaseLimit, 1, 20)
 				require.NoError(t, err)
-				require.EqualValues(t, 59, rel.Remaining, "the unspent tokens are back, and nothing more")
+				require.EqualValues(t, 20, rel.Remaining, "the unspent tokens are back, and nothing more")
 				again, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 1, Extra: 100, Hold: hold})
 				require.NoError(t, err)
 				require.True(t, again.Allowed)
-				require.EqualValues(t, 58, again.Extra)
+				require.EqualValues(t, 4, again.Extra, "a quarter of the 19 left after the cost")
 			})
 		}
 	}
@@ -97,35 +98,39 @@ func TestLeasedTokensCountUntilReleased(t *testing.T) {
 // from then on (not from when the tokens were spent, which the store does
 // not know: a holder reports at its next lease or release).
 func TestReportedSpendingStopsCounting(t *testing.T) {
+	const hold = 5 * time.Second // longer than a full refill
 	for _, tier := range tiers(t) {
 		t.Run(tier.Name, func(t *testing.T) {
 			clock := sluicetest.NewFakeClock(sluicetest.Epoch)
 			l := newLeasers(t, tier.Store, clock)["tokenbucket"]
 			key := sluice.Key(sluicetest.UniqueKey(t))
 			ctx := t.Context()
-			_, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 99, Hold: hold})
+			g, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 99, Hold: hold})
 			require.NoError(t, err)
+			require.EqualValues(t, 24, g.Extra)
 			clock.Advance(500 * time.Millisecond)
-			// It holds 9 of its 99: the bucket could refill into 1 token
-			// only, which this call takes.
-			g, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 100, Held: 9, Hold: hold})
+			g, err = l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 2, Cost: 76, Hold: hold})
 			require.NoError(t, err)
-			require.True(t, g.Allowed)
-			require.EqualValues(t, 0, g.Extra)
-			require.Equal(t, 500*time.Millisecond, g.Expires, "no tokens granted: the reservation keeps its end")
-			clock.Advance(300 * time.Millisecond)
-			g, err = l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Extra: 100, Held: 9, Hold: hold})
+			require.True(t, g.Allowed, "the bucket less the 24 reserved")
+			// Holder 1 spent 20 of its 24 and reports the 4 it holds; the
+			// bucket is empty, so its refill is denied.
+			g, err = l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Extra: 1, Held: 4, Hold: hold})
 			require.NoError(t, err)
-			require.True(t, g.Allowed)
-			require.EqualValues(t, 29, g.Extra, "30 tokens refilled in 0.3 s since the report")
-			require.Equal(t, hold, g.Expires)
+			require.False(t, g.Allowed)
+			require.EqualValues(t, 4, g.Reserved, "the report shrinks the reservation")
+			require.Equal(t, 4500*time.Millisecond, g.Expires, "no tokens granted: the reservation keeps its end")
+			clock.Advance(time.Second)
+			peek, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 3, Hold: hold})
+			require.NoError(t, err)
+			require.EqualValues(t, 96, peek.Remaining, "a second later the bucket is full but for the 4 still reserved (76 had the 20 spent stayed reserved)")
 			// Claiming to hold more than it reserves counts as what it reserves.
 			g, err = l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 1, Cost: 1, Held: 1000, Hold: hold})
 			require.NoError(t, err)
-			require.False(t, g.Allowed)
+			require.True(t, g.Allowed)
+			require.EqualValues(t, 4, g.Reserved)
 			rel, err := l.Release(ctx, key, leaseLimit, 1, 1000)
 			require.NoError(t, err)
-			require.EqualValues(t, 38, rel.Remaining, "a release gives back at most the 38 reserved")
+			require.EqualValues(t, 99, rel.Remaining, "a release gives back at most the 4 reserved")
 		})
 	}
 }
@@ -149,13 +154,13 @@ func TestAnExpiredReservationRefillsAtTheRate(t *testing.T) {
 			clock.Advance(500 * time.Millisecond)
 			g, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 8, Cost: 1, Extra: 100, Hold: hold})
 			require.NoError(t, err)
-			require.EqualValues(t, 49, g.Extra)
-			// While the 49 were reserved the bucket refilled to 51 at most;
-			// 0.2 s after the reservation ended, 20 more.
-			clock.Advance(hold + 200*time.Millisecond)
+			require.EqualValues(t, 12, g.Extra, "a quarter of the 49 left after the cost")
+			// While the 12 were reserved the bucket refilled to 88 at most;
+			// 50 ms after the reservation ended, 5 more.
+			clock.Advance(hold + 50*time.Millisecond)
 			d, err := l.Lease(ctx, ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 9, Cost: 0, Hold: hold})
 			require.NoError(t, err)
-			require.EqualValues(t, 51+20, d.Remaining)
+			require.EqualValues(t, 88+5, d.Remaining)
 		})
 	}
 }
