@@ -14,8 +14,8 @@ import (
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/lease"
-	"github.com/sluicehq/sluice/shard"
 	"github.com/sluicehq/sluice/sluiceotel"
+	"github.com/sluicehq/sluice/stack"
 	"github.com/sluicehq/sluice/store/embedded"
 	"github.com/sluicehq/sluice/store/memstore"
 )
@@ -133,60 +133,43 @@ func Example_stackBusyAPI() {
 	// sluice.decisions{source=store} 1
 }
 
-// A hot tenant on Redis Cluster: its keys are sharded over four sub-keys
-// in four parts of the slot range, every process leases from one share,
-// and a fallback guards the stack. Other tenants' keys are not sharded.
-// There is no coalesce layer: under the lease decorator it would only pass
-// Lease and Release on (it batches AllowN calls alone), and above it the
-// decisions are local already.
+// A hot tenant on Redis Cluster, declared as a stack.Spec (as a policy
+// file of httplimit or sluice serve declares it): its keys are sharded
+// over four sub-keys in four parts of the slot range, each share is
+// leased, and a fallback guards the stack. stack.Build puts the shard
+// outside the lease, so one process reaches every share. Other tenants'
+// keys are neither sharded nor leased.
 func Example_stackHotTenant() {
 	ctx := context.Background()
 	store, err := memstore.New() // in production: a store on a redis.ClusterClient
 	if err != nil {
 		panic(err)
 	}
-	tb, err := tokenbucket.New(store)
+	limiter, err := stack.Build(stack.Spec{
+		Rate: 400, Period: stack.Duration(time.Second), // a share: 100 per second
+		Lease: 10, Shards: 4, HotKeys: []string{"tenant:42"}, Fallback: "open",
+	}, store)
 	if err != nil {
 		panic(err)
 	}
-	sharded, err := shard.New(tb, shard.WithHotKeys("tenant:42"))
-	if err != nil {
-		panic(err)
-	}
-	leased, err := lease.New(sharded, lease.WithSize(10))
-	if err != nil {
-		panic(err)
-	}
-	defer leased.Close()
-	limiter, err := fallback.New(leased)
-	if err != nil {
-		panic(err)
-	}
-	_, shardLeases := sluice.As[ext.Leaser](sharded)
-	_, stackLeases := sluice.As[ext.Leaser](limiter)
-	fmt.Printf("the shard leases: %v, the stack: %v\n", shardLeases, stackLeases)
+	defer limiter.Close()
+	fmt.Println(limiter.Layers())
 
-	limit := sluice.PerSecond(400) // a share: 100 per second
 	for _, key := range []string{sluice.Key("tenant:42", "api"), sluice.Key("tenant:43", "api")} {
 		for range 3 {
-			d, err := limiter.AllowN(ctx, key, limit, 1)
+			d, err := limiter.Allow(ctx, key)
 			if err != nil {
 				panic(err)
 			}
-			fmt.Printf("%s sharded=%-5v allowed=%v estimated=%v limit=%s\n", key, sharded.Sharded(key), d.Allowed, d.Estimated, d.Limit)
+			fmt.Printf("%s allowed=%v estimated=%v limit=%s\n", key, d.Allowed, d.Estimated, d.Limit)
 		}
 	}
-	// Per key, the first decision took a lease, and at most one refill was
-	// asked for in the background (none when the first lease was still
-	// landing as the next decisions spent it); the rest were local.
-	fmt.Println("store calls for 6 decisions, at most 4:", leased.Stats().Requests <= 4)
 	// Output:
-	// the shard leases: true, the stack: false
-	// rl:{tenant:42}:api sharded=true  allowed=true estimated=true limit=400/1s burst 400
-	// rl:{tenant:42}:api sharded=true  allowed=true estimated=true limit=400/1s burst 400
-	// rl:{tenant:42}:api sharded=true  allowed=true estimated=true limit=400/1s burst 400
-	// rl:{tenant:43}:api sharded=false allowed=true estimated=true limit=400/1s burst 400
-	// rl:{tenant:43}:api sharded=false allowed=true estimated=true limit=400/1s burst 400
-	// rl:{tenant:43}:api sharded=false allowed=true estimated=true limit=400/1s burst 400
-	// store calls for 6 decisions, at most 4: true
+	// [fallback shard lease tokenbucket]
+	// rl:{tenant:42}:api allowed=true estimated=true limit=400/1s burst 400
+	// rl:{tenant:42}:api allowed=true estimated=true limit=400/1s burst 400
+	// rl:{tenant:42}:api allowed=true estimated=true limit=400/1s burst 400
+	// rl:{tenant:43}:api allowed=true estimated=false limit=400/1s burst 400
+	// rl:{tenant:43}:api allowed=true estimated=false limit=400/1s burst 400
+	// rl:{tenant:43}:api allowed=true estimated=false limit=400/1s burst 400
 }

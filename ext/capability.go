@@ -32,6 +32,25 @@ func Forward(target any, next sluice.Limiter, own any) bool {
 	return true
 }
 
+// Delegate is the As method of a type that wraps a limiter and adds no
+// behaviour of its own (such as a built stack): it sets *target to l's
+// implementation of the interface target points to, as [sluice.As] finds
+// it in l, and reports whether it did.
+//
+//	func (s *Stack) As(target any) bool { return ext.Delegate(target, s.outer) }
+func Delegate(target any, l sluice.Limiter) bool {
+	pt := reflect.TypeOf(target)
+	if pt == nil || pt.Kind() != reflect.Pointer || pt.Elem().Kind() != reflect.Interface || l == nil {
+		return false
+	}
+	if reflect.TypeOf(l).Implements(pt.Elem()) {
+		reflect.ValueOf(target).Elem().Set(reflect.ValueOf(l))
+		return true
+	}
+	a, ok := l.(interface{ As(target any) bool })
+	return ok && a.As(target)
+}
+
 // Serves reports whether l serves the interface type iface, as
 // [sluice.As] would find it.
 func Serves(l sluice.Limiter, iface reflect.Type) bool {

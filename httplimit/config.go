@@ -6,89 +6,73 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/algorithms"
-	"github.com/sluicehq/sluice/coalesce"
+	"github.com/sluicehq/sluice/stack"
 )
 
-// FileConfig is the shape of a policy file, YAML or JSON. Every field of
-// a [FilePolicy] is the [Policy] field of the same name:
+// FileConfig is the shape of a policy file, YAML or JSON. A policy is its
+// name, its key, its routes and a [stack.Spec] inline (every field of
+// package stack: algorithm, limit, cost and decorators):
 //
 //	policies:
 //	  - name: per-ip
+//	    key: remote-addr         # or "header:X-API-Key"
+//	    routes: ["POST /orders"] # net/http ServeMux patterns; none: every route
 //	    algorithm: tokenbucket   # or gcra, fixedwindow, slidingcounter, slidinglog
 //	    rate: 100                # a whole number
 //	    period: 1m
 //	    burst: 20                # buckets only; default: rate
 //	    cost: 1                  # default: 1
-//	    key: remote-addr         # or "header:X-API-Key"
-//	    routes: ["POST /orders"] # net/http ServeMux patterns; none: every route
-//	    coalesce: true           # concurrent requests share script calls (package coalesce)
+//	    coalesce: true           # concurrent requests share script calls
+//	    lease: 50                # tokens taken in leases of 50 (buckets only)
+//	    shards: 4                # each key split over 4 sub-keys
+//	    hot_keys: [tenant-42]    # lease and shard only these clients' keys
+//	    deny_cache: true         # repeated denials answered in process
+//	    fallback: open           # open, closed or local while Redis fails
+//	    fallback_timeout: 50ms
+//	    replicas: 3              # fallback: local, the processes sharing the limit
+//	    tracing: true            # OpenTelemetry spans and metrics
 type FileConfig struct {
 	Policies []FilePolicy `yaml:"policies" json:"policies"`
 }
 
 // FilePolicy is one policy of a [FileConfig].
 type FilePolicy struct {
-	Name      string      `yaml:"name" json:"name"`
-	Algorithm string      `yaml:"algorithm" json:"algorithm"`
-	Rate      WholeNumber `yaml:"rate" json:"rate"`
-	Period    string      `yaml:"period" json:"period"`
-	Burst     WholeNumber `yaml:"burst" json:"burst"`
-	Cost      WholeNumber `yaml:"cost" json:"cost"`
-	Key       string      `yaml:"key" json:"key"`
-	Routes    []string    `yaml:"routes" json:"routes"`
-	// Coalesce wraps the policy's limiter in coalesce.New: decisions stay
-	// exact, and concurrent requests share script calls.
-	Coalesce bool `yaml:"coalesce" json:"coalesce"`
+	Name       string   `yaml:"name" json:"name"`
+	Key        string   `yaml:"key" json:"key"`
+	Routes     []string `yaml:"routes" json:"routes"`
+	stack.Spec `yaml:",inline"`
 }
 
-// WholeNumber is a number of a policy file as written, so that a
-// fraction (2.9) or an exponent is refused rather than truncated.
-type WholeNumber struct {
-	text string // "" when absent
-}
+// Policies are the policies of a loaded file. Close them when done: a
+// policy with a lease gives its unspent tokens back.
+type Policies []Policy
 
-// UnmarshalYAML keeps the scalar's text.
-func (n *WholeNumber) UnmarshalYAML(node *yaml.Node) error {
-	if node.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a whole number", node.Line)
+// Close closes every policy's limiter that holds anything (an io.Closer).
+func (ps Policies) Close() error {
+	var errs []error
+	for _, p := range ps {
+		if c, ok := p.Limiter.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
 	}
-	n.text = node.Value
-	return nil
-}
-
-// UnmarshalJSON keeps the number's text.
-func (n *WholeNumber) UnmarshalJSON(data []byte) error {
-	n.text = string(data)
-	return nil
-}
-
-// value parses n, 0 when absent; field names it in the error.
-func (n WholeNumber) value(field string) (int64, error) {
-	if n.text == "" {
-		return 0, nil
-	}
-	v, err := strconv.ParseInt(n.text, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a whole number", field, n.text)
-	}
-	return v, nil
+	return errors.Join(errs...)
 }
 
 // Load parses a policy file, YAML or JSON, and builds each policy's
-// limiter on store; pass the policies to [Middleware]. Unknown fields,
-// algorithms and keys are errors, as are numbers that are not whole, a
-// JSON document with anything after it (trailing commas included), a
-// second YAML document, and everything Middleware refuses. Each error
-// names the policy and the field.
-func Load(data []byte, store sluice.Store) ([]Policy, error) {
+// limiter on store with [stack.Build] (opts go to it); pass the policies
+// to [Middleware], and Close them when done. Unknown fields, algorithms
+// and keys are errors, as are numbers that are not whole, a JSON document
+// with anything after it (trailing commas included), a second YAML
+// document, everything stack.Build refuses (a cost that a share or a
+// fallback can never allow among it) and everything Middleware refuses.
+// Each error names the policy and the field; after one, nothing is left
+// open.
+func Load(data []byte, store sluice.Store, opts ...stack.Option) (Policies, error) {
 	fc, err := parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("httplimit: parse policies: %w", err)
@@ -96,16 +80,18 @@ func Load(data []byte, store sluice.Store) ([]Policy, error) {
 	if len(fc.Policies) == 0 {
 		return nil, errors.New("httplimit: the file defines no policy")
 	}
-	policies := make([]Policy, len(fc.Policies))
+	policies := make(Policies, 0, len(fc.Policies))
 	for i, fp := range fc.Policies {
-		p, err := fp.build(store)
+		p, err := fp.build(store, opts)
 		if err != nil {
+			_ = policies.Close()
 			return nil, fmt.Errorf("httplimit: policy %d (%q): %w", i+1, fp.Name, err)
 		}
-		policies[i] = p
+		policies = append(policies, p)
 	}
 	// What Middleware would refuse, refused now.
 	if _, err := preparePolicies(policies); err != nil {
+		_ = policies.Close()
 		return nil, err
 	}
 	return policies, nil
@@ -115,6 +101,9 @@ func Load(data []byte, store sluice.Store) ([]Policy, error) {
 // otherwise (one document).
 func parse(data []byte) (FileConfig, error) {
 	var fc FileConfig
+	if err := checkFields(data); err != nil {
+		return fc, err
+	}
 	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
 		dec := json.NewDecoder(bytes.NewReader(trimmed))
 		dec.DisallowUnknownFields()
@@ -138,35 +127,30 @@ func parse(data []byte) (FileConfig, error) {
 	return fc, nil
 }
 
-func (fp FilePolicy) build(store sluice.Store) (Policy, error) {
-	rate, err := fp.Rate.value("rate")
-	if err != nil {
-		return Policy{}, err
+// checkFields names the policy and the field of a number that is not whole
+// or a duration that is not one (stack.CheckYAML), which decoding would
+// refuse without naming them. A document that is not YAML is left to the
+// decoder to report.
+func checkFields(data []byte) error {
+	var root struct {
+		Policies []yaml.Node `yaml:"policies"`
 	}
-	burst, err := fp.Burst.value("burst")
-	if err != nil {
-		return Policy{}, err
+	if yaml.Unmarshal(data, &root) != nil {
+		return nil
 	}
-	cost, err := fp.Cost.value("cost")
-	if err != nil {
-		return Policy{}, err
-	}
-	period, err := time.ParseDuration(fp.Period)
-	if err != nil {
-		return Policy{}, fmt.Errorf("period: %q: %w", fp.Period, err)
-	}
-	if burst == 0 {
-		burst = rate
-	}
-	limiter, err := algorithms.New(fp.Algorithm, store)
-	if err != nil {
-		return Policy{}, err
-	}
-	if fp.Coalesce {
-		if limiter, err = coalesce.New(limiter); err != nil {
-			return Policy{}, err
+	for i, node := range root.Policies {
+		if err := stack.CheckYAML(&node); err != nil {
+			var named struct {
+				Name string `yaml:"name"`
+			}
+			_ = node.Decode(&named)
+			return fmt.Errorf("policy %d (%q): %w", i+1, named.Name, err)
 		}
 	}
+	return nil
+}
+
+func (fp FilePolicy) build(store sluice.Store, opts []stack.Option) (Policy, error) {
 	var key KeyFunc
 	switch {
 	case fp.Key == "" || fp.Key == "remote-addr":
@@ -180,6 +164,12 @@ func (fp FilePolicy) build(store sluice.Store) (Policy, error) {
 	default:
 		return Policy{}, fmt.Errorf("key: unknown %q (remote-addr or header:Name)", fp.Key)
 	}
-	return Policy{Name: fp.Name, Limiter: limiter, Limit: sluice.Limit{Rate: rate, Period: period, Burst: burst},
-		Cost: cost, Key: key, Routes: fp.Routes}, nil
+	if !ValidPolicyName(fp.Name) {
+		return Policy{}, fmt.Errorf("name: %q: use 1 to 64 letters, digits, '-', '_' or '.'", fp.Name)
+	}
+	st, err := stack.Build(fp.Spec, store, append([]stack.Option{stack.WithName(fp.Name)}, opts...)...)
+	if err != nil {
+		return Policy{}, err
+	}
+	return Policy{Name: fp.Name, Limiter: st, Limit: st.Limit(), Cost: st.Cost(), Key: key, Routes: fp.Routes}, nil
 }

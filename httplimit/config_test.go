@@ -3,12 +3,13 @@ package httplimit_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/coalesce"
 	"github.com/sluicehq/sluice/httplimit"
+	"github.com/sluicehq/sluice/stack"
 )
 
 const yamlPolicies = `
@@ -72,7 +73,7 @@ func TestCoalescedPolicies(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, policies, 3)
 	for _, p := range policies {
-		_, coalesced := p.Limiter.(*coalesce.Limiter)
+		coalesced := slices.Contains(p.Limiter.(*stack.Stack).Layers(), "coalesce")
 		require.Equal(t, p.Name == "orders", coalesced, "policy %s", p.Name)
 	}
 }
@@ -92,5 +93,49 @@ func TestBadPolicyFiles(t *testing.T) {
 	} {
 		_, err := httplimit.Load([]byte(data), newMemStore(t))
 		require.Error(t, err, name)
+	}
+}
+
+// TestEveryStackFeatureInAPolicyFile: a policy file declares every layer
+// package stack builds (fallback included), and a cost that a share or a
+// fallback's local share can never allow is refused at load, naming the
+// policy and the field.
+func TestEveryStackFeatureInAPolicyFile(t *testing.T) {
+	policies, err := httplimit.Load([]byte(`
+policies:
+  - name: tenants
+    key: "header:X-Tenant"
+    rate: 400
+    period: 1m
+    coalesce: true
+    lease: 20
+    shards: 4
+    hot_keys: [tenant-42]
+    deny_cache: true
+    fallback: local
+    fallback_timeout: 50ms
+    replicas: 3
+    tracing: true
+`), newMemStore(t))
+	require.NoError(t, err)
+	require.Equal(t, []string{"sluiceotel", "fallback", "denycache", "shard", "lease", "coalesce", "tokenbucket"},
+		policies[0].Limiter.(*stack.Stack).Layers())
+	srv := newServer(t, policies)
+	resp := get(t, srv.URL, map[string]string{"X-Tenant": "tenant-42"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, policies.Close())
+
+	for _, c := range []struct{ file, want string }{
+		{`policies: [{name: hot, rate: 10, period: 1m, shards: 4, cost: 3}]`,
+			`httplimit: policy 1 ("hot"): cost: 3 can never be allowed on a sharded key`},
+		{`policies: [{name: down, rate: 10, period: 1m, fallback: local, replicas: 4, cost: 3}]`,
+			`httplimit: policy 1 ("down"): cost: 3 can never be allowed while the store fails`},
+		{`policies: [{name: w, algorithm: fixedwindow, rate: 10, period: 1m, lease: 5}]`,
+			`httplimit: policy 1 ("w"): lease: lease: sluice: the wrapped limiter does not support this`},
+		{`{"policies": [{"name": "j", "rate": 10, "period": "1m", "shards": 2.5}]}`,
+			`httplimit: parse policies: policy 1 ("j"): shards: line 1: "2.5" is not a whole number`},
+	} {
+		_, err := httplimit.Load([]byte(c.file), newMemStore(t))
+		require.ErrorContains(t, err, c.want)
 	}
 }

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicehq/sluice/stack"
 )
 
-// Config is a policy file of sluice serve (YAML; JSON is YAML too):
+// Config is a policy file of sluice serve (YAML; JSON is YAML too). A
+// policy is its name, the descriptor it matches and a stack.Spec inline
+// (every field of package stack):
 //
 //	domain: edge          # the Envoy rate-limit domain the policies serve
 //	unknown: allow        # descriptors no policy matches: allow (default) or deny
@@ -25,11 +27,15 @@ import (
 //	    burst: 20         # buckets only; default: rate
 //	    cost: 1           # per hit (hits_addend multiplies it)
 //	    coalesce: true    # concurrent calls share script calls
-//	    lease: 10         # take tokens in batches of 10 (token bucket, GCRA)
+//	    lease: 10         # take tokens in leases of 10 (token bucket, GCRA)
 //	    shards: 4         # split the key over 4 sub-keys (hot tenants)
+//	    hot_keys: [acme]  # lease and shard only these descriptor values
+//	    deny_cache: true  # answer repeated denials in process
 //	    fallback: open    # open, closed or local: decide so while the store is unavailable
 //	    fallback_timeout: 50ms
 //	    replicas: 3       # for fallback: local, the servers sharing the limit
+//
+// Every policy records metrics and spans (tracing is always on).
 type Config struct {
 	Domain   string         `yaml:"domain"`
 	Unknown  string         `yaml:"unknown"`
@@ -38,19 +44,9 @@ type Config struct {
 
 // PolicyConfig is one policy of a [Config].
 type PolicyConfig struct {
-	Name            string       `yaml:"name"`
-	Match           []MatchEntry `yaml:"match"`
-	Algorithm       string       `yaml:"algorithm"`
-	Rate            int64        `yaml:"rate"`
-	Period          string       `yaml:"period"`
-	Burst           int64        `yaml:"burst"`
-	Cost            int64        `yaml:"cost"`
-	Coalesce        bool         `yaml:"coalesce"`
-	Lease           int64        `yaml:"lease"`
-	Shards          int          `yaml:"shards"`
-	Fallback        string       `yaml:"fallback"`
-	FallbackTimeout string       `yaml:"fallback_timeout"`
-	Replicas        int          `yaml:"replicas"`
+	Name       string       `yaml:"name"`
+	Match      []MatchEntry `yaml:"match"`
+	stack.Spec `yaml:",inline"`
 }
 
 // MatchEntry is one descriptor entry a policy matches: Key, and Value when
@@ -64,6 +60,9 @@ type MatchEntry struct {
 // are not whole and a second document are errors.
 func ParseConfig(data []byte) (*Config, error) {
 	var c Config
+	if err := wholeNumbers(data); err != nil {
+		return nil, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
@@ -76,9 +75,6 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := dec.Decode(&second); !errors.Is(err, io.EOF) {
 		return nil, errors.New("serve: parse policies: the file holds more than one document")
 	}
-	if err := wholeNumbers(data); err != nil {
-		return nil, err
-	}
 	switch c.Unknown {
 	case "", "allow", "deny":
 	default:
@@ -90,46 +86,24 @@ func ParseConfig(data []byte) (*Config, error) {
 	return &c, nil
 }
 
-// wholeNumbers refuses a fraction or an exponent where the file gives
-// rate, burst, cost, lease, shards or replicas (yaml truncates them into
-// integers otherwise).
+// wholeNumbers names the policy and the field of a number that is not
+// whole or a duration that is not one (stack.CheckYAML), which decoding
+// refuses without naming them.
 func wholeNumbers(data []byte) error {
-	var root yaml.Node
+	var root struct {
+		Policies []yaml.Node `yaml:"policies"`
+	}
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return fmt.Errorf("serve: parse policies: %w", err)
 	}
-	var walk func(n *yaml.Node) error
-	walk = func(n *yaml.Node) error {
-		if n.Kind == yaml.MappingNode {
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				switch k.Value {
-				case "rate", "burst", "cost", "lease", "shards", "replicas":
-					if v.Kind == yaml.ScalarNode {
-						if _, err := strconv.ParseInt(v.Value, 10, 64); err != nil {
-							return fmt.Errorf("serve: line %d: %s: %q is not a whole number", v.Line, k.Value, v.Value)
-						}
-					}
-				}
+	for i, node := range root.Policies {
+		if err := stack.CheckYAML(&node); err != nil {
+			var named struct {
+				Name string `yaml:"name"`
 			}
+			_ = node.Decode(&named)
+			return fmt.Errorf("serve: policy %d (%q): %w", i+1, named.Name, err)
 		}
-		for _, c := range n.Content {
-			if err := walk(c); err != nil {
-				return err
-			}
-		}
-		return nil
 	}
-	return walk(&root)
-}
-
-func parseDuration(field, s string, def time.Duration) (time.Duration, error) {
-	if s == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q: %w", field, s, err)
-	}
-	return d, nil
+	return nil
 }

@@ -177,12 +177,16 @@ func TestBadConfigurations(t *testing.T) {
 		{"burst on a window", "policies:\n  - {name: p, match: [{key: u}], algorithm: slidinglog, rate: 5, period: 1s, burst: 9}\n", "burst"},
 		{"unknown mode", "unknown: maybe\npolicies:\n  - {name: p, match: [{key: u}], rate: 5, period: 1s}\n", "unknown"},
 		{"two documents", "policies:\n  - {name: p, match: [{key: u}], rate: 5, period: 1s}\n---\npolicies: []\n", "document"},
+		{"cost above a share", "policies:\n  - {name: p, match: [{key: u}], rate: 8, period: 1s, shards: 4, cost: 3}\n", "cost: 3 can never be allowed on a sharded key"},
+		{"cost above a hot key's share", "policies:\n  - {name: p, match: [{key: u}], rate: 8, period: 1s, shards: 4, hot_keys: [acme], cost: 3}\n", "cost: 3 can never be allowed on a sharded key"},
+		{"cost above the local share", "policies:\n  - {name: p, match: [{key: u}], rate: 8, period: 1s, fallback: local, replicas: 4, cost: 3}\n", "cost: 3 can never be allowed while the store fails"},
+		{"hot keys alone", "policies:\n  - {name: p, match: [{key: u}], rate: 8, period: 1s, hot_keys: [acme]}\n", "hot_keys"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := serve.New([]byte(c.file), newMemStore(t), nil, nil)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), c.want)
-			if strings.Contains(c.file, "name: p") && c.name != "duplicate names" && c.name != "two documents" && c.name != "unknown field" && c.name != "fraction" && c.name != "unknown mode" {
+			if strings.Contains(c.file, "name: p") && c.name != "duplicate names" && c.name != "two documents" && c.name != "unknown field" && c.name != "unknown mode" {
 				require.Contains(t, err.Error(), `"p"`)
 			}
 		})

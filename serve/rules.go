@@ -7,20 +7,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/algorithms"
-	"github.com/sluicehq/sluice/coalesce"
-	"github.com/sluicehq/sluice/ext"
-	"github.com/sluicehq/sluice/fallback"
 	"github.com/sluicehq/sluice/httplimit"
-	"github.com/sluicehq/sluice/lease"
-	"github.com/sluicehq/sluice/shard"
-	"github.com/sluicehq/sluice/sluiceotel"
-	"github.com/sluicehq/sluice/store/memstore"
+	"github.com/sluicehq/sluice/stack"
 )
 
 // rule is one policy, built: its limiter with every decorator the file
@@ -30,10 +22,9 @@ type rule struct {
 	match     []MatchEntry
 	limit     sluice.Limit
 	cost      int64
-	limiter   sluice.Limiter // the whole stack, sluiceotel outermost
+	limiter   *stack.Stack   // the whole stack, sluiceotel outermost
 	algorithm sluice.Limiter // the bare algorithm, for the RateLimit fields
 	fallback  string         // "", "open", "closed", "local"
-	closers   []func() error // leases, closed (their tokens released) when the rules go
 }
 
 // rules is one loaded policy file: what a request is decided by until a
@@ -100,132 +91,14 @@ func buildRule(pc PolicyConfig, store sluice.Store, mp metric.MeterProvider) (*r
 			return nil, errors.New("match: an entry has no key")
 		}
 	}
-	period, err := parseDuration("period", pc.Period, 0)
+	spec := pc.Spec
+	spec.Tracing = true // the service's metrics
+	st, err := stack.Build(spec, store, stack.WithName(pc.Name), stack.WithMeterProvider(mp))
 	if err != nil {
 		return nil, err
 	}
-	burst := pc.Burst
-	if burst == 0 {
-		burst = pc.Rate
-	}
-	limit := sluice.Limit{Rate: pc.Rate, Period: period, Burst: burst}
-	if err := limit.Validate(); err != nil {
-		return nil, fmt.Errorf("rate, period or burst: %w", err)
-	}
-	cost := pc.Cost
-	if cost == 0 {
-		cost = 1
-	}
-	if cost < 0 {
-		return nil, fmt.Errorf("cost: %d is negative", cost)
-	}
-	alg, err := algorithms.New(pc.Algorithm, store)
-	if err != nil {
-		return nil, err
-	}
-	if err := ext.CheckRequest(alg, "serve", limit, cost); err != nil {
-		return nil, fmt.Errorf("cost or limit: %w", err)
-	}
-	if b, ok := alg.(sluice.Bounded); ok {
-		if c, err := b.Capacity("serve", sluice.Limit{Rate: 1, Period: time.Second, Burst: 2}); err == nil && c == 1 && pc.Burst != 0 && pc.Burst != pc.Rate {
-			return nil, fmt.Errorf("burst: %d, but %s has no burst (it allows Rate per Period): leave it out", pc.Burst, pc.Algorithm)
-		}
-	}
-	r := &rule{name: pc.Name, match: pc.Match, limit: limit, cost: cost, algorithm: alg, fallback: pc.Fallback}
-	var l sluice.Limiter = alg
-	if pc.Shards < 0 || pc.Shards == 1 {
-		return nil, fmt.Errorf("shards: %d (0 for none, or 2 and more)", pc.Shards)
-	}
-	if pc.Shards > 1 {
-		if l, err = shard.New(l, shard.WithShards(pc.Shards)); err != nil {
-			return nil, fmt.Errorf("shards: %w", err)
-		}
-	}
-	if pc.Coalesce {
-		if l, err = coalesce.New(l); err != nil {
-			return nil, fmt.Errorf("coalesce: %w", err)
-		}
-	}
-	if pc.Lease < 0 {
-		return nil, fmt.Errorf("lease: %d is negative", pc.Lease)
-	}
-	if pc.Lease > 0 {
-		leased, err := lease.New(l, lease.WithSize(pc.Lease))
-		if err != nil {
-			return nil, fmt.Errorf("lease: %w", err)
-		}
-		r.closers = append(r.closers, leased.Close)
-		l = leased
-	}
-	if l, err = withFallback(l, pc); err != nil {
-		closeAll(r.closers)
-		return nil, err
-	}
-	otel, err := sluiceotel.New(l, sluiceotel.WithPolicyName(pc.Name), sluiceotel.WithAlgorithm(algorithmName(pc.Algorithm)),
-		sluiceotel.WithMeterProvider(mp))
-	if err != nil {
-		closeAll(r.closers)
-		return nil, err
-	}
-	r.limiter = otel
-	return r, nil
-}
-
-func algorithmName(s string) string {
-	if s == "" {
-		return "tokenbucket"
-	}
-	return s
-}
-
-func withFallback(l sluice.Limiter, pc PolicyConfig) (sluice.Limiter, error) {
-	if pc.Fallback == "" {
-		if pc.FallbackTimeout != "" || pc.Replicas != 0 {
-			return nil, errors.New("fallback_timeout and replicas need a fallback")
-		}
-		return l, nil
-	}
-	timeout, err := parseDuration("fallback_timeout", pc.FallbackTimeout, fallback.DefaultTimeout)
-	if err != nil {
-		return nil, err
-	}
-	var policy fallback.Policy
-	switch pc.Fallback {
-	case "open":
-		policy = fallback.Open()
-	case "closed":
-		policy = fallback.Closed()
-	case "local":
-		if pc.Replicas < 1 {
-			return nil, errors.New("replicas: fallback: local needs the number of servers sharing the limit")
-		}
-		mem, err := memstore.New()
-		if err != nil {
-			return nil, err
-		}
-		local, err := algorithms.New(pc.Algorithm, mem)
-		if err != nil {
-			return nil, err
-		}
-		if policy, err = fallback.Local(local, fallback.Replicas(pc.Replicas)); err != nil {
-			return nil, fmt.Errorf("fallback: %w", err)
-		}
-	default:
-		return nil, fmt.Errorf("fallback: unknown %q (open, closed or local)", pc.Fallback)
-	}
-	f, err := fallback.New(l, fallback.WithPolicy(policy), fallback.WithTimeout(timeout))
-	if err != nil {
-		return nil, fmt.Errorf("fallback: %w", err)
-	}
-	return f, nil
-}
-
-func closeAll(closers []func() error) error {
-	var errs []error
-	for _, c := range closers {
-		errs = append(errs, c())
-	}
-	return errors.Join(errs...)
+	return &rule{name: pc.Name, match: pc.Match, limit: st.Limit(), cost: st.Cost(), limiter: st,
+		algorithm: st.Algorithm(), fallback: pc.Fallback}, nil
 }
 
 // Close waits for the calls in flight on rs and closes its leases, giving
@@ -239,7 +112,7 @@ func (rs *rules) Close() error {
 	rs.closed = true
 	var errs []error
 	for _, r := range rs.ordered {
-		errs = append(errs, closeAll(r.closers))
+		errs = append(errs, r.limiter.Close())
 	}
 	return errors.Join(errs...)
 }

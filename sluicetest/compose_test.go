@@ -32,10 +32,10 @@ var recommended = []struct {
 	alg   string
 }{
 	{[]string{"sluiceotel", "fallback", "lease"}, "tokenbucket"},
-	{[]string{"lease", "shard"}, "tokenbucket"},
+	{[]string{"shard", "lease"}, "tokenbucket"},
 	{[]string{"lease", "coalesce"}, "tokenbucket"},
 	{[]string{"fallback", "denycache", "coalesce"}, "tokenbucket"},
-	{[]string{"sluiceotel", "fallback", "lease", "shard"}, "gcra"},
+	{[]string{"sluiceotel", "fallback", "shard", "lease"}, "gcra"},
 	{[]string{"sluiceotel", "fallback", "denycache", "coalesce"}, "tokenbucket"},
 }
 

@@ -17,15 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/algorithms/fixedwindow"
-	"github.com/sluicehq/sluice/algorithms/gcra"
-	"github.com/sluicehq/sluice/algorithms/slidingcounter"
-	"github.com/sluicehq/sluice/algorithms/slidinglog"
-	"github.com/sluicehq/sluice/algorithms/tokenbucket"
-	"github.com/sluicehq/sluice/coalesce"
-	"github.com/sluicehq/sluice/fallback"
-	"github.com/sluicehq/sluice/lease"
-	"github.com/sluicehq/sluice/sluiceotel"
+	"github.com/sluicehq/sluice/stack"
 	"github.com/sluicehq/sluice/store/goredisstore"
 	"github.com/sluicehq/sluice/store/rueidisstore"
 )
@@ -97,34 +89,6 @@ func (c Clients) store(goRedis bool) (sluice.Store, error) {
 	return s, nil
 }
 
-func sluiceSubject(name string, build func(sluice.Store) (sluice.Limiter, error)) Subject {
-	return sluiceSubjectVia(name, false, build)
-}
-
-// sluiceSubjectVia builds a Sluice subject on rueidis (where available) or,
-// with goRedis, always on go-redis.
-func sluiceSubjectVia(name string, goRedis bool, build func(sluice.Store) (sluice.Limiter, error)) Subject {
-	return Subject{Name: "sluice/" + name, Remote: true, Ping: pingVia(goRedis), New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
-		store, err := c.store(goRedis)
-		if err != nil {
-			return nil, nil, err
-		}
-		l, err := build(store)
-		if err != nil {
-			return nil, nil, err
-		}
-		return decideWith(l, limit), func() {}, nil
-	}}
-}
-
-// coalesced wraps a Sluice algorithm in coalesce, with its defaults.
-func coalesced(next sluice.Limiter, err error) (sluice.Limiter, error) {
-	if err != nil {
-		return nil, err
-	}
-	return coalesce.New(next)
-}
-
 func decideWith(l sluice.Limiter, limit sluice.Limit) Decide {
 	return func(ctx context.Context, key string) (bool, error) {
 		d, err := l.AllowN(ctx, key, limit, 1)
@@ -141,53 +105,38 @@ func decideWith(l sluice.Limiter, limit sluice.Limit) Decide {
 // Redis's.
 var errDegraded = errors.New("decided by a fallback policy, not by Redis")
 
+// stackSubject is a Sluice subject built by stack.Build from spec, the
+// run's limit filled in: the same builder as policy files use.
+func stackSubject(name string, goRedis bool, spec stack.Spec) Subject {
+	return Subject{Name: "sluice/" + name, Remote: true, Ping: pingVia(goRedis), New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
+		store, err := c.store(goRedis)
+		if err != nil {
+			return nil, nil, err
+		}
+		spec.Rate, spec.Period, spec.Burst = stack.Int(limit.Rate), stack.Duration(limit.Period), stack.Int(limit.Burst)
+		st, err := stack.Build(spec, store)
+		if err != nil {
+			return nil, nil, err
+		}
+		return decideWith(st, limit), func() { _ = st.Close() }, nil
+	}}
+}
+
 // Subjects returns every subject: Sluice's algorithms (through rueidis
 // where available, else go-redis), the token bucket with a lease, the other
 // libraries on the same Redis through go-redis, and x/time/rate in process.
 func Subjects() []Subject {
 	return []Subject{
-		sluiceSubject("tokenbucket", func(s sluice.Store) (sluice.Limiter, error) { return tokenbucket.New(s) }),
-		sluiceSubjectVia("tokenbucket (go-redis)", true, func(s sluice.Store) (sluice.Limiter, error) { return tokenbucket.New(s) }),
-		sluiceSubject("tokenbucket+coalesce", func(s sluice.Store) (sluice.Limiter, error) { return coalesced(tokenbucket.New(s)) }),
-		sluiceSubjectVia("tokenbucket+coalesce (go-redis)", true, func(s sluice.Store) (sluice.Limiter, error) { return coalesced(tokenbucket.New(s)) }),
-		sluiceSubject("gcra", func(s sluice.Store) (sluice.Limiter, error) { return gcra.New(s) }),
-		sluiceSubject("slidingcounter", func(s sluice.Store) (sluice.Limiter, error) { return slidingcounter.New(s) }),
-		sluiceSubject("slidinglog", func(s sluice.Store) (sluice.Limiter, error) { return slidinglog.New(s) }),
-		sluiceSubject("fixedwindow", func(s sluice.Store) (sluice.Limiter, error) { return fixedwindow.New(s) }),
-		{Name: "sluice/tokenbucket+lease(B=100)", Remote: true, Ping: pingVia(false), New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
-			store, err := c.store(false)
-			if err != nil {
-				return nil, nil, err
-			}
-			tb, err := tokenbucket.New(store)
-			if err != nil {
-				return nil, nil, err
-			}
-			l, err := lease.New(tb, lease.WithSize(100))
-			if err != nil {
-				return nil, nil, err
-			}
-			return decideWith(l, limit), func() { _ = l.Close() }, nil
-		}},
-		{Name: "sluice/tokenbucket+fallback+sluiceotel", Remote: true, Ping: pingVia(false), New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
-			store, err := c.store(false)
-			if err != nil {
-				return nil, nil, err
-			}
-			tb, err := tokenbucket.New(store)
-			if err != nil {
-				return nil, nil, err
-			}
-			fb, err := fallback.New(tb)
-			if err != nil {
-				return nil, nil, err
-			}
-			l, err := sluiceotel.New(fb, sluiceotel.WithAlgorithm("tokenbucket")) // global (no-op) providers
-			if err != nil {
-				return nil, nil, err
-			}
-			return decideWith(l, limit), func() {}, nil
-		}},
+		stackSubject("tokenbucket", false, stack.Spec{}),
+		stackSubject("tokenbucket (go-redis)", true, stack.Spec{}),
+		stackSubject("tokenbucket+coalesce", false, stack.Spec{Coalesce: true}),
+		stackSubject("tokenbucket+coalesce (go-redis)", true, stack.Spec{Coalesce: true}),
+		stackSubject("gcra", false, stack.Spec{Algorithm: "gcra"}),
+		stackSubject("slidingcounter", false, stack.Spec{Algorithm: "slidingcounter"}),
+		stackSubject("slidinglog", false, stack.Spec{Algorithm: "slidinglog"}),
+		stackSubject("fixedwindow", false, stack.Spec{Algorithm: "fixedwindow"}),
+		stackSubject("tokenbucket+lease(B=100)", false, stack.Spec{Lease: 100}),
+		stackSubject("tokenbucket+fallback+sluiceotel", false, stack.Spec{Fallback: "open", Tracing: true}), // global (no-op) providers
 		{Name: "go-redis/redis_rate (GCRA)", Remote: true, Ping: pingGoRedis, New: func(c Clients, limit sluice.Limit) (Decide, func(), error) {
 			l := redis_rate.NewLimiter(c.GoRedis)
 			rl := redis_rate.Limit{Rate: int(limit.Rate), Burst: int(limit.Burst), Period: limit.Period}
