@@ -101,7 +101,7 @@ func Load(data []byte, store sluice.Store, opts ...stack.Option) (Policies, erro
 // otherwise (one document).
 func parse(data []byte) (FileConfig, error) {
 	var fc FileConfig
-	if err := checkFields(data); err != nil {
+	if err := stack.CheckFile(data); err != nil {
 		return fc, err
 	}
 	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
@@ -125,29 +125,6 @@ func parse(data []byte) (FileConfig, error) {
 		return fc, errors.New("YAML: the file holds more than one document")
 	}
 	return fc, nil
-}
-
-// checkFields names the policy and the field of a number that is not whole
-// or a duration that is not one (stack.CheckYAML), which decoding would
-// refuse without naming them. A document that is not YAML is left to the
-// decoder to report.
-func checkFields(data []byte) error {
-	var root struct {
-		Policies []yaml.Node `yaml:"policies"`
-	}
-	if yaml.Unmarshal(data, &root) != nil {
-		return nil
-	}
-	for i, node := range root.Policies {
-		if err := stack.CheckYAML(&node); err != nil {
-			var named struct {
-				Name string `yaml:"name"`
-			}
-			_ = node.Decode(&named)
-			return fmt.Errorf("policy %d (%q): %w", i+1, named.Name, err)
-		}
-	}
-	return nil
 }
 
 func (fp FilePolicy) build(store sluice.Store, opts []stack.Option) (Policy, error) {

@@ -60,8 +60,8 @@ type MatchEntry struct {
 // are not whole and a second document are errors.
 func ParseConfig(data []byte) (*Config, error) {
 	var c Config
-	if err := wholeNumbers(data); err != nil {
-		return nil, err
+	if err := stack.CheckFile(data); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -84,26 +84,4 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, errors.New("serve: the file defines no policy")
 	}
 	return &c, nil
-}
-
-// wholeNumbers names the policy and the field of a number that is not
-// whole or a duration that is not one (stack.CheckYAML), which decoding
-// refuses without naming them.
-func wholeNumbers(data []byte) error {
-	var root struct {
-		Policies []yaml.Node `yaml:"policies"`
-	}
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return fmt.Errorf("serve: parse policies: %w", err)
-	}
-	for i, node := range root.Policies {
-		if err := stack.CheckYAML(&node); err != nil {
-			var named struct {
-				Name string `yaml:"name"`
-			}
-			_ = node.Decode(&named)
-			return fmt.Errorf("serve: policy %d (%q): %w", i+1, named.Name, err)
-		}
-	}
-	return nil
 }

@@ -169,3 +169,27 @@ func CheckYAML(node *yaml.Node) error {
 	}
 	return nil
 }
+
+// CheckFile is [CheckYAML] for each policy of a policy file (a document
+// whose "policies" is a list of mappings with a Spec inline, YAML or
+// JSON): the first field that cannot be read, naming the policy by its
+// number and name, and the field. A document that does not parse is left
+// to the file's decoder to report.
+func CheckFile(data []byte) error {
+	var root struct {
+		Policies []yaml.Node `yaml:"policies"`
+	}
+	if yaml.Unmarshal(data, &root) != nil {
+		return nil
+	}
+	for i, node := range root.Policies {
+		if err := CheckYAML(&node); err != nil {
+			var named struct {
+				Name string `yaml:"name"`
+			}
+			_ = node.Decode(&named)
+			return fmt.Errorf("policy %d (%q): %w", i+1, named.Name, err)
+		}
+	}
+	return nil
+}
