@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -204,6 +205,43 @@ func Span(calls []Call) time.Duration {
 		last = max(last, c.End)
 	}
 	return time.Duration(last - calls[0].Start)
+}
+
+// Saturated returns how long, within a run of calls (sorted by Start),
+// the calls show their limiter saturated: the time t, from the first
+// call's start to the last denied call's start, such that a denied call
+// lies wholly within (t - d, t], so that a denial was surely decided less
+// than d before t. A lower bound on admissions owes the limit over this
+// time only: a loaded machine that gives the callers or the server no CPU
+// for a while leaves the limit unclaimed, and this time out.
+func Saturated(calls []Call, d time.Duration) time.Duration {
+	if len(calls) == 0 {
+		return 0
+	}
+	from, to := calls[0].Start, int64(math.MinInt64)
+	type interval struct{ lo, hi int64 }
+	var covered []interval
+	for _, c := range calls {
+		if c.Allowed {
+			continue
+		}
+		to = max(to, c.Start)
+		// c lies within (t - d, t] for t in [c.End, c.Start + d).
+		if lo, hi := c.End, c.Start+int64(d); lo < hi {
+			covered = append(covered, interval{lo, hi})
+		}
+	}
+	sort.Slice(covered, func(i, j int) bool { return covered[i].lo < covered[j].lo })
+	var total int64
+	cur := from // the covered time is counted up to cur
+	for _, iv := range covered {
+		lo, hi := max(iv.lo, cur), min(iv.hi, to)
+		if lo < hi {
+			total += hi - lo
+			cur = hi
+		}
+	}
+	return time.Duration(total)
 }
 
 // MaxSurelyWithin returns the largest number of allowed calls that surely

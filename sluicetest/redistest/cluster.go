@@ -94,18 +94,9 @@ func startCluster(path string, dirs []string) (*RedisCluster, error) {
 			return c, fmt.Errorf("cluster meet %s: %w", node.Addr(), err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
 	for _, node := range c.Nodes {
-		for {
-			info, err := node.Do("CLUSTER", "INFO")
-			if err == nil && strings.Contains(info, "cluster_state:ok") &&
-				strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", n)) {
-				break
-			}
-			if time.Now().After(deadline) {
-				return c, fmt.Errorf("cluster not ok after 30s: %s: %q %v", node.Addr(), info, err)
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := waitFor(func() error { return clusterOK(node, n) }); err != nil {
+			return c, fmt.Errorf("cluster not ok: %w", err)
 		}
 	}
 	return c, nil
@@ -188,11 +179,15 @@ func (c *RedisCluster) addReplicas(path string, tb testing.TB) error {
 		}
 		// The replica must have heard of its primary before it can
 		// replicate it.
-		if err := waitFor(10*time.Second, func() error {
+		if err := waitFor(func() error {
 			_, err := replica.Do("CLUSTER", "REPLICATE", id)
-			return err
+			if err != nil {
+				known, _ := replica.Info("cluster", "cluster_known_nodes")
+				return fmt.Errorf("cluster replicate %s from %s (it knows %s nodes): %w", primary.Addr(), replica.Addr(), known, err)
+			}
+			return nil
 		}); err != nil {
-			return fmt.Errorf("cluster replicate %s from %s: %w", primary.Addr(), replica.Addr(), err)
+			return err
 		}
 	}
 	// The primaries came up with the longer node timeout of StartCluster:
@@ -202,18 +197,8 @@ func (c *RedisCluster) addReplicas(path string, tb testing.TB) error {
 			return err
 		}
 	}
-	known := fmt.Sprintf("cluster_known_nodes:%d", 2*len(c.Nodes))
 	for _, node := range append(c.Nodes, c.Replicas...) {
-		if err := waitFor(30*time.Second, func() error {
-			info, err := node.Do("CLUSTER", "INFO")
-			if err != nil {
-				return err
-			}
-			if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, known) {
-				return fmt.Errorf("%s: %q", node.Addr(), info)
-			}
-			return nil
-		}); err != nil {
+		if err := waitFor(func() error { return clusterOK(node, 2*len(c.Nodes)) }); err != nil {
 			return fmt.Errorf("cluster not ok: %w", err)
 		}
 	}
@@ -225,35 +210,36 @@ func (c *RedisCluster) addReplicas(path string, tb testing.TB) error {
 	return nil
 }
 
+// clusterOK returns nil once node reports cluster_state:ok and knows n
+// nodes, and otherwise what it reports.
+func clusterOK(node *RedisServer, n int) error {
+	info, err := node.Do("CLUSTER", "INFO")
+	if err != nil {
+		return fmt.Errorf("%s: %w", node.Addr(), err)
+	}
+	keys := []string{"cluster_state", "cluster_known_nodes", "cluster_slots_assigned", "cluster_current_epoch"}
+	f := fields(info, keys...)
+	if f["cluster_state"] != "ok" || f["cluster_known_nodes"] != strconv.Itoa(n) {
+		return fmt.Errorf("%s (to know %d nodes): %s", node.Addr(), n, describe(f, keys...))
+	}
+	return nil
+}
+
 // waitForReplicaLink waits until replica's link to its primary is up and
 // the initial sync is done.
 func waitForReplicaLink(replica *RedisServer) error {
-	return waitFor(30*time.Second, func() error {
-		status, err := replica.Info("replication", "master_link_status")
+	return waitFor(func() error {
+		info, err := replica.Do("INFO", "replication")
 		if err != nil {
-			return err
+			return fmt.Errorf("replica %s: %w", replica.Addr(), err)
 		}
-		if status != "up" {
-			return fmt.Errorf("replica %s: master_link_status:%s", replica.Addr(), status)
+		keys := []string{"master_link_status", "master_sync_in_progress", "master_sync_read_bytes"}
+		f := fields(info, keys...)
+		if f["master_link_status"] != "up" {
+			return fmt.Errorf("replica %s: %s", replica.Addr(), describe(f, keys...))
 		}
 		return nil
 	})
-}
-
-// waitFor calls check every 20 ms until it returns nil, and returns its
-// last error if that takes longer than timeout.
-func waitFor(timeout time.Duration, check func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after %s: %w", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // IsPrimary reports whether s says it is a primary (INFO replication
@@ -261,4 +247,99 @@ func waitFor(timeout time.Duration, check func() error) error {
 func (s *RedisServer) IsPrimary() bool {
 	role, err := s.Info("replication", "role")
 	return err == nil && role == "master"
+}
+
+// clusterAuthRetry is how soon a replica whose election failed tries
+// again: twice its election's timeout, max(2 x cluster-node-timeout, 2 s)
+// (Redis's cluster.c).
+const clusterAuthRetry = 2 * max(2*ClusterNodeTimeout, 2*time.Second)
+
+// AwaitPromoted waits, once a primary of a cluster from
+// [StartReplicatedCluster] is dead, until replica, its replica, says it is
+// a primary ([RedisServer.IsPrimary]). It waits for as long as the
+// replica shows a failover under way or to come, with a patience taken
+// from Redis Cluster's timers, not from the machine's speed, and returns
+// an error that says what the replica showed last when:
+//
+//   - for ClusterNodeTimeout + 10 s, the replica has not shown its
+//     primary as failing (fail? or fail): no failover is happening;
+//   - what it shows (its role, its primary's flags, the cluster's state
+//     and epoch: each election bumps the epoch) has not changed for an
+//     election's retry time (4 s) + 1 s + 5 s: the failover is stuck;
+//   - or it is not a primary after 2 x ClusterNodeTimeout (the failure's
+//     detection) + 4 elections + 5 s: the elections keep failing.
+func (c *RedisCluster) AwaitPromoted(replica *RedisServer) error {
+	const margin = 5 * time.Second
+	idle := ClusterNodeTimeout + 10*time.Second
+	quiet := clusterAuthRetry + time.Second + margin
+	limit := 2*ClusterNodeTimeout + 4*clusterAuthRetry + margin
+	start := time.Now()
+	var (
+		lastLook      time.Time
+		seen          string
+		changed, busy = start, start
+	)
+	for !replica.IsPrimary() {
+		now := time.Now()
+		if now.Sub(lastLook) >= 100*time.Millisecond {
+			lastLook = now
+			view, failing := viewClusterReplica(replica)
+			if failing {
+				busy = now
+			}
+			if view != seen {
+				seen, changed = view, now
+			}
+		}
+		switch elapsed := now.Sub(start); {
+		case now.Sub(busy) > idle:
+			return fmt.Errorf("replica %s has not shown its primary failing for %s (after %s in all): %s",
+				replica.Addr(), now.Sub(busy).Round(time.Millisecond), elapsed.Round(time.Millisecond), seen)
+		case now.Sub(changed) > quiet:
+			return fmt.Errorf("the failover is stuck: replica %s has shown the same for %s (after %s in all): %s",
+				replica.Addr(), now.Sub(changed).Round(time.Millisecond), elapsed.Round(time.Millisecond), seen)
+		case elapsed > limit:
+			return fmt.Errorf("replica %s is not a primary after %s: %s", replica.Addr(), elapsed.Round(time.Millisecond), seen)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+
+// viewClusterReplica describes what replica shows of its failover: its
+// role, its primary's flags, and the cluster's state and epoch; failing
+// is whether it shows the primary failing (fail? or fail) or itself
+// promoted.
+func viewClusterReplica(replica *RedisServer) (view string, failing bool) {
+	role, err := replica.Info("replication", "role")
+	if err != nil {
+		return "INFO: " + err.Error(), false
+	}
+	info, err := replica.Do("CLUSTER", "INFO")
+	if err != nil {
+		return "CLUSTER INFO: " + err.Error(), false
+	}
+	nodes, err := replica.Do("CLUSTER", "NODES")
+	if err != nil {
+		return "CLUSTER NODES: " + err.Error(), false
+	}
+	lines := map[string][]string{}
+	var primary string
+	for line := range strings.SplitSeq(strings.TrimSpace(nodes), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		lines[f[0]] = f
+		if strings.Contains(f[2], "myself") {
+			primary = f[3]
+		}
+	}
+	primaryFlags := "?"
+	if p, ok := lines[primary]; ok {
+		primaryFlags = p[2]
+	}
+	failing = role == "master" || strings.Contains(primaryFlags, "fail")
+	keys := []string{"cluster_state", "cluster_current_epoch"}
+	return fmt.Sprintf("role:%s primary %s flags:%s %s", role, primary, primaryFlags, describe(fields(info, keys...), keys...)), failing
 }

@@ -114,30 +114,42 @@ func (s *RedisServer) start() error {
 	s.mu.Lock()
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
+	// A redis-server with nothing to load answers at once; while it runs
+	// and does not, the machine is loaded, so the wait goes on, for up to
+	// startTimeout. It ends at once if the process exits.
+	deadline := time.Now().Add(startTimeout)
+	var lastErr error
 	for time.Now().Before(deadline) {
 		select {
 		case <-done:
 			return fmt.Errorf("redis-server on port %d exited at start", s.port)
 		default:
 		}
-		if err := s.Ping(); err == nil {
+		if lastErr = s.Ping(); lastErr == nil {
 			// The port was free when chosen, but another process may have
 			// taken it since: make sure the server answering is ours.
 			pid, err := s.Info("server", "process_id")
-			if err == nil && pid == strconv.Itoa(cmd.Process.Pid) {
+			switch {
+			case err != nil:
+				lastErr = err // ask again
+			case pid == strconv.Itoa(cmd.Process.Pid):
 				return nil
+			default:
+				s.signal(syscall.SIGKILL)
+				<-done
+				return fmt.Errorf("port %d is served by another process (pid %s)", s.port, pid)
 			}
-			s.signal(syscall.SIGKILL)
-			<-done
-			return fmt.Errorf("port %d is served by another process (pid %s)", s.port, pid)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.signal(syscall.SIGKILL)
 	<-done
-	return fmt.Errorf("redis-server on port %d did not answer PING within 10s", s.port)
+	return fmt.Errorf("redis-server on port %d, running, did not answer PING within %s: %v", s.port, startTimeout, lastErr)
 }
+
+// startTimeout is how long a started redis-server may run without
+// answering PING before the harness gives up on it.
+const startTimeout = time.Minute
 
 // Addr returns "127.0.0.1:port".
 func (s *RedisServer) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
@@ -166,9 +178,75 @@ func (s *RedisServer) Ping() error {
 // the full payload for a bulk string). Tests use it for administration
 // (FLUSHALL, SCRIPT FLUSH, INFO) independently of the clients under test.
 func (s *RedisServer) Do(args ...string) (string, error) {
+	var out string
+	err := s.roundTrip(args, func(r *bufio.Reader) error {
+		line, err := readLine(r)
+		if err != nil {
+			return err
+		}
+		switch line[0] {
+		case '+', ':':
+			out = line[1:]
+		case '-':
+			return errors.New(line[1:])
+		case '$':
+			out, err = readBulk(r, line)
+			return err
+		default:
+			out = line
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DoStrings sends one command on a new connection and returns its reply
+// as a list of strings: an array's elements (nested arrays flattened, a
+// nil element as ""), or the one string of any other reply.
+func (s *RedisServer) DoStrings(args ...string) ([]string, error) {
+	var out []string
+	err := s.roundTrip(args, func(r *bufio.Reader) error {
+		var read func() error
+		read = func() error {
+			line, err := readLine(r)
+			if err != nil {
+				return err
+			}
+			switch line[0] {
+			case '+', ':':
+				out = append(out, line[1:])
+			case '-':
+				return errors.New(line[1:])
+			case '$':
+				v, err := readBulk(r, line)
+				out = append(out, v)
+				return err
+			case '*':
+				n, err := strconv.Atoi(line[1:])
+				if err != nil {
+					return fmt.Errorf("array header %q: %w", line, err)
+				}
+				for range max(n, 0) {
+					if err := read(); err != nil {
+						return err
+					}
+				}
+			default:
+				return fmt.Errorf("unexpected reply %q", line)
+			}
+			return nil
+		}
+		return read()
+	})
+	return out, err
+}
+
+// roundTrip sends args as one command on a new connection and lets read
+// read the reply.
+func (s *RedisServer) roundTrip(args []string, read func(*bufio.Reader) error) error {
 	conn, err := net.DialTimeout("tcp", s.Addr(), time.Second)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
@@ -178,9 +256,13 @@ func (s *RedisServer) Do(args ...string) (string, error) {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
 	if _, err := conn.Write([]byte(b.String())); err != nil {
-		return "", err
+		return err
 	}
-	r := bufio.NewReader(conn)
+	return read(bufio.NewReader(conn))
+}
+
+// readLine reads one line of a reply, without its CRLF; never empty.
+func readLine(r *bufio.Reader) (string, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err
@@ -189,23 +271,21 @@ func (s *RedisServer) Do(args ...string) (string, error) {
 	if line == "" {
 		return "", errors.New("empty reply")
 	}
-	switch line[0] {
-	case '+', ':':
-		return line[1:], nil
-	case '-':
-		return "", errors.New(line[1:])
-	case '$':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return "", err
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return "", err
-		}
-		return string(buf[:n]), nil
-	}
 	return line, nil
+}
+
+// readBulk reads the payload of the bulk string whose header is line ("" for
+// a nil one).
+func readBulk(r *bufio.Reader, line string) (string, error) {
+	n, err := strconv.Atoi(line[1:])
+	if err != nil || n < 0 {
+		return "", err
+	}
+	buf := make([]byte, n+2)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
 }
 
 // Info returns the named field of INFO section (such as "used_memory" of

@@ -18,6 +18,29 @@ const SentinelMaster = "sluice"
 // that does not answer for this long is failed over.
 const SentinelDownAfter = 500 * time.Millisecond
 
+// SentinelFailoverTimeout is the sentinels' failover-timeout. A failover
+// attempt whose leader is not elected within it (the sentinels split
+// their votes: each votes once per epoch, for the first sentinel that
+// asks), or whose promotion is not seen within it, is abandoned, and
+// neither its leader nor the sentinels that voted for it try again before
+// twice this, plus up to a second, after it started.
+const SentinelFailoverTimeout = 5 * time.Second
+
+// Sentinel's own timers (Redis's sentinel.c), which a failover's pace
+// follows.
+const (
+	// sentinelMaxDesync is the most a sentinel adds, at random, to a
+	// failover attempt's start so that the sentinels' attempts spread.
+	sentinelMaxDesync = time.Second
+	// sentinelTiltPeriod is how long a sentinel in TILT mode takes no
+	// action: it enters TILT when its 100 ms timer runs 2 s late, as it
+	// may on a loaded machine.
+	sentinelTiltPeriod = 30 * time.Second
+	// sentinelFailoverAttempts is how many failover attempts
+	// [SentinelGroup.AwaitFailover] waits for.
+	sentinelFailoverAttempts = 4
+)
+
 // SentinelGroup is a throwaway primary with one replica, watched by three
 // sentinels (redis-server --sentinel), all on loopback.
 type SentinelGroup struct {
@@ -60,13 +83,14 @@ func StartSentinelGroup(tb testing.TB, serverArgs ...string) *SentinelGroup {
 		g.Sentinels = append(g.Sentinels, s)
 	}
 	for _, s := range g.Sentinels {
-		if err := waitFor(30*time.Second, func() error {
+		if err := waitFor(func() error {
 			info, err := s.Do("INFO", "sentinel")
 			if err != nil {
-				return err
+				return fmt.Errorf("sentinel %s: %w", s.Addr(), err)
 			}
-			if !strings.Contains(info, "slaves=1,sentinels=3") {
-				return fmt.Errorf("sentinel %s: %q", s.Addr(), info)
+			master := fields(info, "master0")["master0"]
+			if !strings.Contains(master, "slaves=1,sentinels=3") {
+				return fmt.Errorf("sentinel %s (to know 1 replica and 3 sentinels): %s", s.Addr(), master)
 			}
 			return nil
 		}); err != nil {
@@ -99,9 +123,9 @@ func startSentinel(path, dir string, primary *RedisServer) (*RedisServer, error)
 	conf := filepath.Join(dir, "sentinel.conf")
 	text := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d 2\n"+
 		"sentinel down-after-milliseconds %[1]s %[3]d\n"+
-		"sentinel failover-timeout %[1]s 10000\n"+
+		"sentinel failover-timeout %[1]s %[4]d\n"+
 		"sentinel parallel-syncs %[1]s 1\n",
-		SentinelMaster, primary.port, SentinelDownAfter/time.Millisecond)
+		SentinelMaster, primary.port, SentinelDownAfter/time.Millisecond, SentinelFailoverTimeout/time.Millisecond)
 	var lastErr error
 	for range 5 {
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
@@ -142,4 +166,146 @@ func (g *SentinelGroup) Announced(replica *RedisServer) bool {
 		}
 	}
 	return true
+}
+
+// AwaitFailover waits, once the primary is dead, until every sentinel
+// names replica as the primary ([SentinelGroup.Announced]). It waits for
+// as long as the sentinels show a failover under way or to come, with a
+// patience taken from Sentinel's timers, not from the machine's speed,
+// and returns an error that says what each sentinel showed last when:
+//
+//   - for SentinelDownAfter + 10 s, no sentinel has shown a sign of a
+//     failover (the primary subjectively or objectively down, a failover
+//     in progress, the replica named, TILT mode): none is happening;
+//   - what the sentinels show has not changed for 2 x
+//     SentinelFailoverTimeout + 1 s + 5 s (an attempt that failed is
+//     followed by another within 2 x failover-timeout + 1 s of its start),
+//     or for 30 s + 5 s while one is in TILT mode: the failover is stuck;
+//   - or the failover has not ended after SentinelDownAfter + 30 s (one
+//     TILT) + 4 attempts: it keeps failing.
+func (g *SentinelGroup) AwaitFailover(replica *RedisServer) error {
+	const margin = 5 * time.Second
+	attempt := 2*SentinelFailoverTimeout + sentinelMaxDesync
+	idle := SentinelDownAfter + 10*time.Second
+	limit := SentinelDownAfter + sentinelTiltPeriod + sentinelFailoverAttempts*attempt
+	start := time.Now()
+	var (
+		lastLook             time.Time
+		seen                 []sentinelView
+		changed, busy        = start, start
+		tilt                 bool
+		lastSeen, lastChange string
+	)
+	for !g.Announced(replica) {
+		now := time.Now()
+		if now.Sub(lastLook) >= 100*time.Millisecond {
+			lastLook = now
+			seen = seen[:0]
+			anyBusy := false
+			tilt = false
+			for _, s := range g.Sentinels {
+				v := viewSentinel(s)
+				seen = append(seen, v)
+				anyBusy = anyBusy || v.busy(replica)
+				tilt = tilt || v.tilt
+			}
+			if anyBusy {
+				busy = now
+			}
+			if text := fmt.Sprint(seen); text != lastChange {
+				lastChange, changed = text, now
+			}
+			lastSeen = describeViews(seen)
+		}
+		quiet := attempt + margin
+		if tilt {
+			quiet = sentinelTiltPeriod + margin
+		}
+		switch elapsed := now.Sub(start); {
+		case now.Sub(busy) > idle:
+			return fmt.Errorf("no sentinel has shown a failover for %s (after %s in all): %s",
+				now.Sub(busy).Round(time.Millisecond), elapsed.Round(time.Millisecond), lastSeen)
+		case now.Sub(changed) > quiet:
+			return fmt.Errorf("the failover is stuck: the sentinels have shown the same for %s (after %s in all): %s",
+				now.Sub(changed).Round(time.Millisecond), elapsed.Round(time.Millisecond), lastSeen)
+		case elapsed > limit:
+			return fmt.Errorf("the failover has not ended after %s, %d attempts' time: %s",
+				elapsed.Round(time.Millisecond), sentinelFailoverAttempts, lastSeen)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+
+// sentinelView is what one sentinel shows of the group's primary.
+type sentinelView struct {
+	sentinel string
+	// names is the address it names as the primary; flags are its flags
+	// for it (master, s_down, o_down, failover_in_progress...), state the
+	// failover's state while one is in progress, epoch its configuration
+	// epoch.
+	names, flags, state, epoch string
+	tilt                       bool
+	err                        string
+}
+
+func viewSentinel(s *RedisServer) sentinelView {
+	v := sentinelView{sentinel: s.Addr()}
+	addr, err := s.DoStrings("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster)
+	if err != nil {
+		v.err = err.Error()
+		return v
+	}
+	v.names = strings.Join(addr, ":")
+	master, err := s.DoStrings("SENTINEL", "MASTER", SentinelMaster)
+	if err != nil {
+		v.err = err.Error()
+		return v
+	}
+	for i := 0; i+1 < len(master); i += 2 {
+		switch master[i] {
+		case "flags":
+			v.flags = master[i+1]
+		case "failover-state":
+			v.state = master[i+1]
+		case "config-epoch":
+			v.epoch = master[i+1]
+		}
+	}
+	info, err := s.Do("INFO", "sentinel")
+	if err != nil {
+		v.err = err.Error()
+		return v
+	}
+	v.tilt = fields(info, "sentinel_tilt")["sentinel_tilt"] == "1"
+	return v
+}
+
+// busy reports whether v shows a failover under way or to come.
+func (v sentinelView) busy(replica *RedisServer) bool {
+	return v.tilt || v.names == replica.Addr() ||
+		strings.Contains(v.flags, "s_down") || strings.Contains(v.flags, "o_down") ||
+		strings.Contains(v.flags, "failover_in_progress")
+}
+
+func (v sentinelView) String() string {
+	if v.err != "" {
+		return fmt.Sprintf("sentinel %s: %s", v.sentinel, v.err)
+	}
+	s := fmt.Sprintf("sentinel %s names %s (flags %s, config-epoch %s", v.sentinel, v.names, v.flags, v.epoch)
+	if v.state != "" {
+		s += ", failover-state " + v.state
+	}
+	if v.tilt {
+		s += ", in TILT mode"
+	}
+	return s + ")"
+}
+
+func describeViews(views []sentinelView) string {
+	parts := make([]string, len(views))
+	for i, v := range views {
+		parts[i] = v.String()
+	}
+	return strings.Join(parts, "; ")
 }
