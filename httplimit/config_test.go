@@ -133,7 +133,7 @@ policies:
 		{`policies: [{name: w, algorithm: fixedwindow, rate: 10, period: 1m, lease: 5}]`,
 			`httplimit: policy 1 ("w"): lease: lease: sluice: the wrapped limiter does not support this`},
 		{`{"policies": [{"name": "j", "rate": 10, "period": "1m", "shards": 2.5}]}`,
-			`httplimit: parse policies: policy 1 ("j"): shards: line 1: "2.5" is not a whole number`},
+			`httplimit: parse policies: policy 1 ("j"): shards: "2.5" is not a whole number (line 1)`},
 	} {
 		_, err := httplimit.Load([]byte(c.file), newMemStore(t))
 		require.ErrorContains(t, err, c.want)

@@ -89,11 +89,11 @@ type Int int64
 // UnmarshalYAML accepts a decimal integer scalar.
 func (n *Int) UnmarshalYAML(node *yaml.Node) error {
 	if node.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a whole number", node.Line)
+		return fmt.Errorf("want a whole number (line %d)", node.Line)
 	}
 	v, err := strconv.ParseInt(node.Value, 10, 64)
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a whole number", node.Line, node.Value)
+		return fmt.Errorf("%q is not a whole number (line %d)", node.Value, node.Line)
 	}
 	*n = Int(v)
 	return nil
@@ -116,11 +116,11 @@ type Duration time.Duration
 // UnmarshalYAML accepts a duration string.
 func (d *Duration) UnmarshalYAML(node *yaml.Node) error {
 	if node.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a duration such as 1m", node.Line)
+		return fmt.Errorf("want a duration such as 1m (line %d)", node.Line)
 	}
 	v, err := time.ParseDuration(node.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration such as 1m or 250ms", node.Line, node.Value)
+		return fmt.Errorf("%q is not a duration such as 1m or 250ms (line %d)", node.Value, node.Line)
 	}
 	*d = Duration(v)
 	return nil
