@@ -295,8 +295,11 @@ func testEveryAlgorithmOnRedis(t *testing.T, bin string) {
 // admitted together at most Burst + Rate x d within any interval of length
 // d (100 ms, 250 ms, 500 ms, 1 s, the whole run), counting only calls whose
 // whole [start, end] lies inside it, so the bound cannot be overstated; at
-// least 90% of Burst + Rate x T over the whole run T (first start to last
-// end); by every process; and with no gRPC error.
+// least 90% of Burst + Rate x S, S the part of the run over which the calls
+// show the bucket saturated (builtins.Saturated: a loaded machine that
+// gives the callers or the servers no CPU for a while leaves the refill
+// unclaimed for want of calls, not for a fault of the bucket); by every
+// process; and with no gRPC error.
 func testBucketBoundInEveryWindow(t *testing.T, bin string) {
 	server := redistest.StartRedis(t)
 	limit := sluice.Limit{Rate: 100, Period: time.Second, Burst: 50}
@@ -351,7 +354,10 @@ func testBucketBoundInEveryWindow(t *testing.T, bin string) {
 		len(all), span.Round(time.Millisecond), len(allowed), perProc, bound, excess, at)
 	require.LessOrEqual(t, float64(len(allowed)), bound, "the three servers together keep the bucket's bound")
 	require.LessOrEqual(t, excess, 0.0, "no window admits more than Burst + Rate x d")
-	require.GreaterOrEqual(t, float64(len(allowed)), 0.9*bound, "the limit is shared, not starved")
+	saturated := builtins.Saturated(all, time.Duration(limit.Burst-1)*limit.Period/time.Duration(limit.Rate))
+	owed := float64(limit.Burst) + float64(limit.Rate)*saturated.Seconds()
+	t.Logf("saturated %s of the run: owed %.1f", saturated.Round(time.Millisecond), owed)
+	require.GreaterOrEqual(t, float64(len(allowed)), 0.9*owed, "the limit is shared, not starved")
 	require.Greater(t, len(all), 2*len(allowed), "the load is well over the limit")
 	for i, n := range perProc {
 		require.Positive(t, n, "server %d admitted calls", i)
