@@ -156,3 +156,50 @@ func TestMetrics(t *testing.T) {
 	require.True(t, strings.HasSuffix(allowed, " 2"), "2 allowed: %q", allowed)
 	require.True(t, strings.HasSuffix(denied, " 1"), "1 denied: %q", denied)
 }
+
+// TestAllowDecidesOnlyWhereThePolicyMatches: POST /v1/allow decides under
+// a policy only when the request is a descriptor the policy matches: a
+// key its one entry's value allows, or, for a policy of several entries,
+// "descriptor" entries that match it as a gRPC descriptor would (and
+// count in the same key). A request that names a hot tenant's policy with
+// another tenant's key is refused, not decided (and sharded) under it.
+func TestAllowDecidesOnlyWhereThePolicyMatches(t *testing.T) {
+	config := `domain: edge
+policies:
+  - {name: acme, match: [{key: tenant, value: acme}], rate: 100, period: 1m, shards: 4}
+  - {name: per-tenant, match: [{key: tenant}], rate: 3, period: 1m}
+  - {name: orders, match: [{key: user}, {key: path, value: /orders}], rate: 3, period: 1m}
+`
+	srv, err := serve.New([]byte(config), newMemStore(t), nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	web := httptest.NewServer(srv.Handler(nil))
+	t.Cleanup(web.Close)
+	rls := startRLS(t, srv)
+
+	resp, body := post(t, web.URL+"/v1/allow", `{"policy": "acme", "key": "acme"}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	for _, bad := range []struct{ body, want string }{
+		{`{"policy": "acme", "key": "globex"}`, `key: "globex" does not match policy "acme" (tenant=acme)`},
+		{`{"policy": "orders", "key": "alice"}`, `policy "orders" matches descriptors of 2 entries: give "descriptor"`},
+		{`{"policy": "orders", "descriptor": [{"key": "user", "value": "alice"}, {"key": "path", "value": "/cart"}]}`,
+			`descriptor: does not match policy "orders"`},
+		{`{"policy": "orders", "descriptor": [{"key": "user", "value": "alice"}]}`, `descriptor: does not match policy "orders"`},
+		{`{"policy": "orders", "key": "alice", "descriptor": [{"key": "user", "value": "alice"}, {"key": "path", "value": "/orders"}]}`,
+			"give key or descriptor, not both"},
+	} {
+		resp, body := post(t, web.URL+"/v1/allow", bad.body)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, bad.body)
+		var e struct{ Error string }
+		require.NoError(t, json.Unmarshal([]byte(body), &e))
+		require.Contains(t, e.Error, bad.want, bad.body)
+	}
+
+	var d serve.AllowResponse
+	resp, body = post(t, web.URL+"/v1/allow", `{"policy": "orders", "descriptor": [{"key": "user", "value": "alice"}, {"key": "path", "value": "/orders"}]}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &d))
+	require.Equal(t, int64(2), d.Remaining)
+	grpc := ask(t, rls, descriptor("user", "alice", "path", "/orders"))
+	require.Equal(t, uint32(1), grpc.GetStatuses()[0].GetLimitRemaining(), "the same key as the gRPC descriptor")
+}

@@ -128,24 +128,27 @@ const (
 // match returns the rule whose entries a descriptor's are, or nil.
 func (rs *rules) match(entries []entry) *rule {
 	for _, r := range rs.ordered {
-		if len(r.match) != len(entries) {
-			continue
-		}
-		ok := true
-		for i, m := range r.match {
-			if m.Key != entries[i].key || m.Value != "" && m.Value != entries[i].value {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if r.matches(entries) {
 			return r
 		}
 	}
 	return nil
 }
 
-// entry is one descriptor entry of a request.
+// matches reports whether r matches a descriptor of entries: as many, with
+// the same keys in order and, where r gives a value, that value.
+func (r *rule) matches(entries []entry) bool {
+	if len(r.match) != len(entries) {
+		return false
+	}
+	for i, m := range r.match {
+		if m.Key != entries[i].key || m.Value != "" && m.Value != entries[i].value {
+			return false
+		}
+	}
+	return true
+}
+
 type entry struct{ key, value string }
 
 // keyOf is the Redis key of a descriptor under rule r: the values, as the
@@ -160,10 +163,47 @@ func (rs *rules) keyOf(r *rule, entries []entry) string {
 	return sluice.Key(strings.Join(values, "\x1f"), "serve", rs.domain, r.name)
 }
 
-// keyOfID is the Redis key of a caller's id under rule r, as /v1/allow
-// names it: the same key as a descriptor of one entry with that value.
-func (rs *rules) keyOfID(r *rule, id string) string {
-	return sluice.Key(boundValue(id), "serve", rs.domain, r.name)
+// keyOfRequest is the Redis key of a /v1/allow request under rule r: the
+// key of the descriptor it names (Key, as a descriptor of r's one entry,
+// or Descriptor), or an error when r does not match that descriptor, so
+// that a request cannot be decided under a policy of another tenant.
+func (rs *rules) keyOfRequest(r *rule, req AllowRequest) (string, error) {
+	var entries []entry
+	switch {
+	case req.Key != "" && req.Descriptor != nil:
+		return "", errors.New("give key or descriptor, not both")
+	case req.Descriptor != nil:
+		for _, e := range req.Descriptor {
+			entries = append(entries, entry{key: e.Key, value: e.Value})
+		}
+		if !r.matches(entries) {
+			return "", fmt.Errorf("descriptor: does not match policy %q (%s)", r.name, describeMatch(r.match))
+		}
+	case req.Key == "":
+		return "", errors.New("key: empty")
+	case len(r.match) != 1:
+		return "", fmt.Errorf("policy %q matches descriptors of %d entries: give \"descriptor\" (%s)", r.name, len(r.match), describeMatch(r.match))
+	default:
+		entries = []entry{{key: r.match[0].Key, value: req.Key}}
+		if !r.matches(entries) {
+			return "", fmt.Errorf("key: %q does not match policy %q (%s)", req.Key, r.name, describeMatch(r.match))
+		}
+	}
+	return rs.keyOf(r, entries), nil
+}
+
+// describeMatch writes a policy's match as key=value entries, "key=*" for
+// any value.
+func describeMatch(match []MatchEntry) string {
+	parts := make([]string, len(match))
+	for i, m := range match {
+		v := m.Value
+		if v == "" {
+			v = "*"
+		}
+		parts[i] = m.Key + "=" + v
+	}
+	return strings.Join(parts, ", ")
 }
 
 func boundValue(v string) string {

@@ -244,8 +244,13 @@ func currentLimit(r *rule) *rlsv3.RateLimitResponse_RateLimit {
 // AllowRequest is the body of POST /v1/allow.
 type AllowRequest struct {
 	Policy string `json:"policy"`
-	Key    string `json:"key"`
-	Cost   int64  `json:"cost"`
+	// Key is the caller's id, for a policy of one entry: the descriptor
+	// of that entry with this value, which the policy must match.
+	Key string `json:"key"`
+	// Descriptor, instead of Key, is the descriptor's entries in order,
+	// for a policy of several entries; the policy must match it.
+	Descriptor []MatchEntry `json:"descriptor"`
+	Cost       int64        `json:"cost"`
 }
 
 // AllowResponse is its answer.
@@ -299,15 +304,15 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "policy: unknown %q", req.Policy)
 		return
 	}
-	if req.Key == "" {
-		badRequest(w, "key: empty")
+	key, err := rs.keyOfRequest(rule, req)
+	if err != nil {
+		badRequest(w, "%v", err)
 		return
 	}
 	cost := req.Cost
 	if cost == 0 {
 		cost = rule.cost
 	}
-	key := rs.keyOfID(rule, req.Key)
 	if err := ext.CheckRequest(rule.limiter, key, rule.limit, cost); err != nil {
 		badRequest(w, "cost: %v", err)
 		return
