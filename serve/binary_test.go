@@ -59,8 +59,35 @@ func TestServeBinary(t *testing.T) {
 		{"BucketBoundInEveryWindow", testBucketBoundInEveryWindow},
 		{"SIGTERMDrainsACallInFlight", testSIGTERMDrainsACallInFlight},
 		{"ReadyzAndMetricsWithRedisKilled", testReadyzAndMetricsWithRedisKilled},
+		{"InstalledSluiceServePassesSignalsOn", testInstalledSluiceServePassesSignalsOn},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, bin) })
+	}
+}
+
+// testInstalledSluiceServePassesSignalsOn: the sluice command, installed
+// beside sluice-serve (as go install puts both in GOBIN) and run outside
+// any checkout, runs that sluice-serve: SIGTERM or SIGINT sent to sluice
+// reaches it, which drains and stops, and sluice exits 0 after it.
+func testInstalledSluiceServePassesSignalsOn(t *testing.T, serveBin string) {
+	sluiceBin := filepath.Join(filepath.Dir(serveBin), "sluice")
+	build := exec.Command("go", "build", "-o", sluiceBin, "github.com/sluicehq/sluice/cmd/sluice")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build sluice:\n%s", out)
+	server := redistest.StartRedis(t)
+	config := "domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: 5, period: 1s}\n"
+	t.Chdir(t.TempDir()) // no checkout here: sluice cannot fall back to go run
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		t.Run(sig.String(), func(t *testing.T) {
+			p := startServeAs(t, []string{sluiceBin, "serve"}, config, server.URL())
+			resp, err := p.decide(descriptor("user", "u1"))
+			require.NoError(t, err)
+			require.Equal(t, ok, resp.GetOverallCode())
+			require.NoError(t, p.cmd.Process.Signal(sig))
+			p.waitLog(t, "shutting down: draining the calls in flight")
+			p.waitLog(t, "sluice serve: stopped")
+			require.Equal(t, 0, p.wait(t))
+		})
 	}
 }
 
@@ -87,10 +114,17 @@ var listeningLine = regexp.MustCompile(`msg="sluice serve: listening" grpc=(\S+)
 // if t failed.
 func startServe(t *testing.T, bin, config, redisURL string) *serveProc {
 	t.Helper()
+	return startServeAs(t, []string{bin}, config, redisURL)
+}
+
+// startServeAs is startServe with the command line before the flags given:
+// {sluice-serve} or {sluice, "serve"}.
+func startServeAs(t *testing.T, argv []string, config, redisURL string) *serveProc {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "policies.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(config), 0o600))
 	p := &serveProc{done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "--config", path, "--redis", redisURL, "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	p.cmd = exec.Command(argv[0], append(argv[1:], "--config", path, "--redis", redisURL, "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0")...)
 	dieWithTest(p.cmd)
 	stderr, err := p.cmd.StderrPipe()
 	require.NoError(t, err)

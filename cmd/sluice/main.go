@@ -62,8 +62,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
-	"time"
 )
 
 const usage = `Sluice: a distributed rate limiter on Redis.
@@ -77,23 +77,48 @@ Commands:
 	demo    show that per-pod limiters admit N times the limit behind a load
 	        balancer, and that one shared Sluice bucket does not
 	bench   compare Sluice's algorithms with other Go limiters on the same
-	        Redis (runs the bench module; "sluice bench -h" for its flags)
+	        Redis (runs sluice-bench; "sluice bench -h" for its flags)
 	serve   the limiter as a service: Envoy's rate-limit service (gRPC) and
-	        a JSON API (runs the serve module; "sluice serve -h" for its flags)
+	        a JSON API (runs sluice-serve; "sluice serve -h" for its flags)
+
+bench and serve run the sluice-bench and sluice-serve installed beside
+sluice or on PATH, passing SIGINT, SIGTERM and SIGHUP on to them; in a
+checkout without them, "go run" of their module.
 	help    print this help; "sluice help demo" prints the demo's flags
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// SIGINT and SIGTERM end the demo (the context); they and SIGHUP
+	// reach the command that serve or bench runs (the channel).
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, passSignals...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	forward := make(chan os.Signal, 4)
+	go func() {
+		for sig := range signals {
+			if slices.Contains(stopSignals, sig) {
+				cancel()
+			}
+			select {
+			case forward <- sig:
+			default:
+			}
+		}
+	}()
+	os.Exit(runWith(ctx, forward, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run dispatches args (without the program name) to a command and returns
 // the exit status: 0 on success, 1 when the command fails, 2 for a usage
 // error.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runWith(ctx, nil, args, stdout, stderr)
+}
+
+// runWith is run with the signals to pass on to the command that serve or
+// bench runs.
+func runWith(ctx context.Context, signals <-chan os.Signal, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -102,9 +127,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "demo":
 		return runDemoCommand(ctx, rest, stdout, stderr)
 	case "bench":
-		return runModuleCommand(ctx, "bench", "sluice-bench", rest, stdout, stderr)
+		return runModuleCommand(ctx, signals, "bench", "sluice-bench", rest, stdout, stderr)
 	case "serve":
-		return runModuleCommand(ctx, "serve", "sluice-serve", rest, stdout, stderr)
+		return runModuleCommand(ctx, signals, "serve", "sluice-serve", rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		return runHelp(rest, stdout, stderr)
 	default:
@@ -149,28 +174,60 @@ func runDemoCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 
 // runModuleCommand runs a command that lives in a module of its own (bench
 // imports other rate limiters, serve gRPC and Envoy's API, which the core
-// does not depend on): it execs "go -C <module> run ./cmd/<command>".
-func runModuleCommand(ctx context.Context, module, command string, args []string, stdout, stderr io.Writer) int {
-	dir, err := moduleDir(module, command)
-	if err != nil {
+// does not depend on), git-style: the installed sluice-<name> beside this
+// executable or on PATH, in this directory, with these arguments, and
+// every signal received passed on to it, so that SIGTERM and SIGINT let
+// sluice serve drain its calls and close its leases. Only when no such
+// binary is installed and this is a checkout of the repository does it
+// run "go -C <module> run ./cmd/<command>" instead, for development.
+func runModuleCommand(ctx context.Context, signals <-chan os.Signal, module, command string, args []string, stdout, stderr io.Writer) int {
+	var cmd *exec.Cmd
+	if bin, err := installed(command); err == nil {
+		cmd = exec.Command(bin, args...)
+	} else if dir, derr := moduleDir(module, command); derr == nil {
+		cmd = exec.Command("go", append([]string{"-C", dir, "run", "./cmd/" + command}, absPathFlags(args)...)...)
+	} else {
+		fmt.Fprintf(stderr, "sluice %s: %s is not installed (%v); install it beside sluice or on PATH (from a checkout of github.com/sluicehq/sluice: cd %s && go install ./cmd/%s)\n",
+			module, command, err, module, command)
+		return 1
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "sluice %s: %v\n", module, err)
 		return 1
 	}
-	cmd := exec.CommandContext(ctx, "go", append([]string{"-C", dir, "run", "./cmd/" + command}, absPathFlags(args)...)...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// On ^C, let the command stop as it would alone (sluice serve drains
-	// its calls and closes its leases) rather than killing it.
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 15 * time.Second
-	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return exit.ExitCode()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-signals:
+			_ = cmd.Process.Signal(sig)
+			continue
+		case err := <-done:
+			var exit *exec.ExitError
+			switch {
+			case err == nil:
+				return 0
+			case errors.As(err, &exit):
+				return exit.ExitCode()
+			}
+			fmt.Fprintf(stderr, "sluice %s: %v\n", module, err)
+			return 1
 		}
-		fmt.Fprintf(stderr, "sluice %s: %v\n", module, err)
-		return 1
 	}
-	return 0
+}
+
+// installed finds the executable command beside this executable, else on
+// PATH.
+func installed(command string) (string, error) {
+	if self, err := os.Executable(); err == nil {
+		beside := filepath.Join(filepath.Dir(self), command)
+		if info, err := os.Stat(beside); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
+			return beside, nil
+		}
+	}
+	return exec.LookPath(command)
 }
 
 // absPathFlags makes the file arguments of --json, --html, --from-json,

@@ -1,0 +1,21 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// stopSignals stop sluice (and the demo); passSignals reach the command
+// that serve or bench runs: SIGHUP too, which sluice serve reloads on.
+var (
+	stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+	passSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+)
+
+// ownGroup puts cmd in a process group of its own, so that a terminal's ^C
+// reaches it once, through sluice, not twice (the second, during its
+// drain, would kill it).
+func ownGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
