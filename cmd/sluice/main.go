@@ -202,7 +202,7 @@ func runModuleCommand(ctx context.Context, signals <-chan os.Signal, module, com
 	for {
 		select {
 		case sig := <-signals:
-			_ = cmd.Process.Signal(sig)
+			_ = signalGroup(cmd, sig)
 			continue
 		case err := <-done:
 			var exit *exec.ExitError

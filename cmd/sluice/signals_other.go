@@ -16,3 +16,6 @@ var (
 
 // ownGroup leaves cmd in sluice's process group.
 func ownGroup(*exec.Cmd) {}
+
+// signalGroup sends sig to cmd.
+func signalGroup(cmd *exec.Cmd, sig os.Signal) error { return cmd.Process.Signal(sig) }

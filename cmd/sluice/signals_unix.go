@@ -19,3 +19,12 @@ var (
 // reaches it once, through sluice, not twice (the second, during its
 // drain, would kill it).
 func ownGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
+
+// signalGroup sends sig to cmd's process group: to the command, and under
+// "go run" to the program go runs too (go itself leaves ^C to it).
+func signalGroup(cmd *exec.Cmd, sig os.Signal) error {
+	if s, ok := sig.(syscall.Signal); ok {
+		return syscall.Kill(-cmd.Process.Pid, s)
+	}
+	return cmd.Process.Signal(sig)
+}
