@@ -11,13 +11,17 @@
 //	                "auto" starts a throwaway redis-server; empty: the embedded store
 //	--grpc ADDR     the rate-limit service's address (default 127.0.0.1:8081)
 //	--http ADDR     /v1/allow, /healthz, /readyz, /metrics (default 127.0.0.1:8080)
+//	--watch D       how often to read the file and reload it when it changed
+//	                (default 1s; 0: only on SIGHUP)
 //
-// SIGHUP reloads the file (a file that does not build is refused, logged,
+// A change of the file's content (a ConfigMap's update included) and
+// SIGHUP reload the file (a file that does not build is refused, logged,
 // and the policies in force kept); SIGTERM or SIGINT drains the calls in
 // flight, closes the leases (their tokens go back to the store) and exits.
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -52,6 +56,7 @@ func main() {
 
 type flags struct {
 	config, redis, grpcAddr, httpAddr string
+	watch                             time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (flags, error) {
@@ -62,8 +67,12 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.redis, "redis", "", `redis://host:port/db, or "auto" to start a redis-server; empty: the embedded store`)
 	fs.StringVar(&f.grpcAddr, "grpc", "127.0.0.1:8081", "address of the Envoy rate-limit service (gRPC)")
 	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "address of /v1/allow, /healthz, /readyz and /metrics")
+	fs.DurationVar(&f.watch, "watch", time.Second, "how often to read the policy file and reload it when it changed (0: only on SIGHUP)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
+	}
+	if f.watch < 0 {
+		return f, fmt.Errorf("--watch %s is negative", f.watch)
 	}
 	if f.config == "" {
 		return f, errors.New("--config is required")
@@ -132,6 +141,10 @@ func serveUntilSignalled(f flags, logger *slog.Logger) error {
 	go func() { _ = hs.Serve(httpListener) }()
 	logger.Info("sluice serve: listening", "grpc", grpcListener.Addr().String(), "http", httpListener.Addr().String(), "config", f.config)
 
+	stopWatch := func() {}
+	if f.watch > 0 {
+		stopWatch = watch(srv, f.config, f.watch, logger)
+	}
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
 	for sig := range signals {
@@ -143,6 +156,7 @@ func serveUntilSignalled(f flags, logger *slog.Logger) error {
 		break
 	}
 	signal.Stop(signals)
+	stopWatch()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	stopped := make(chan struct{})
@@ -170,6 +184,41 @@ func reload(srv *serve.Server, path string, logger *slog.Logger) {
 		return
 	}
 	logger.Info("sluice serve: reloaded", "config", path)
+}
+
+// watch reads the policy file at path every interval and reloads it when
+// its content changed, as a Kubernetes ConfigMap volume changes it (by
+// swapping a symlink, which no signal announces). A file that cannot be
+// read is read again at the next tick; one that does not build is reported
+// once per change, and the policies in force are kept. The returned func
+// stops the watch.
+func watch(srv *serve.Server, path string, interval time.Duration, logger *slog.Logger) func() {
+	last, _ := os.ReadFile(path)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ticker.C:
+			}
+			config, err := os.ReadFile(path)
+			if err != nil || bytes.Equal(config, last) {
+				continue
+			}
+			last = config
+			if err := srv.Reload(config); err != nil {
+				logger.Error("sluice serve: the policy file changed and does not build; the policies in force are kept", "config", path, "err", err)
+				continue
+			}
+			logger.Info("sluice serve: reloaded", "config", path, "on", "change")
+		}
+	}()
+	return func() { close(stop); <-done }
 }
 
 // openStore opens the store --redis names, and checks that it answers.

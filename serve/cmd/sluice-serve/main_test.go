@@ -396,3 +396,37 @@ func TestStartupErrors(t *testing.T) {
 	require.Equal(t, 2, err.(*exec.ExitError).ExitCode())
 	require.Contains(t, string(out), "--config is required")
 }
+
+// TestAChangedFileIsReloaded: the policy file replaced as a Kubernetes
+// ConfigMap volume replaces it (a new file renamed over it, no signal) is
+// reloaded within the --watch interval; a replacement that does not build
+// is refused and logged, and the policies in force kept.
+func TestAChangedFileIsReloaded(t *testing.T) {
+	policy := func(rate int) string {
+		return fmt.Sprintf("domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: %d, period: 1h}\n", rate)
+	}
+	p := start(t, policy(1), "--watch", "50ms")
+	replace := func(content string) {
+		tmp := p.config + ".new"
+		require.NoError(t, os.WriteFile(tmp, []byte(content), 0o600))
+		require.NoError(t, os.Rename(tmp, p.config))
+	}
+	resp, err := ask(p, "user", "u1")
+	require.NoError(t, err)
+	require.Equal(t, rlsv3.RateLimitResponse_OK, resp.GetOverallCode())
+	resp, err = ask(p, "user", "u1")
+	require.NoError(t, err)
+	require.Equal(t, rlsv3.RateLimitResponse_OVER_LIMIT, resp.GetOverallCode(), "1 an hour")
+
+	replace(policy(100))
+	require.Eventually(t, func() bool { return strings.Contains(p.logs(), `msg="sluice serve: reloaded"`) }, 20*time.Second, 10*time.Millisecond, p.logs())
+	resp, err = ask(p, "user", "u2")
+	require.NoError(t, err)
+	require.Equal(t, uint32(99), resp.GetStatuses()[0].GetLimitRemaining(), "100 an hour now")
+
+	replace("domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: 0, period: 1h}\n")
+	require.Eventually(t, func() bool { return strings.Contains(p.logs(), "does not build; the policies in force are kept") }, 20*time.Second, 10*time.Millisecond, p.logs())
+	resp, err = ask(p, "user", "u2")
+	require.NoError(t, err)
+	require.Equal(t, uint32(98), resp.GetStatuses()[0].GetLimitRemaining(), "still 100 an hour")
+}
