@@ -22,7 +22,9 @@ import (
 // in any order, are never denied before the tenant has spent half its
 // burst. The bucket does not refill during the test (Rate per hour, on
 // synctest's clock), and no process ever admits more than the burst in
-// all.
+// all. Each case logs when its first denial came:
+//
+//	go test -v -run TestNoProcessIsStarvedBelowHalfTheLimit ./lease/ | grep 'first denial' | sort -t'(' -k2 -n | head -1
 func TestNoProcessIsStarvedBelowHalfTheLimit(t *testing.T) {
 	algorithms := map[string]func(sluice.Store) (ext.Leaser, error){
 		"tokenbucket": func(s sluice.Store) (ext.Leaser, error) { return tokenbucket.New(s) },
@@ -45,6 +47,7 @@ func TestNoProcessIsStarvedBelowHalfTheLimit(t *testing.T) {
 							limit := sluice.Limit{Rate: burst, Period: time.Hour, Burst: burst}
 							rng := rand.New(rand.NewPCG(uint64(processes), uint64(burst)))
 							var admitted int64
+							firstDenial := int64(-1) // admitted before the first denial
 							for call := range 3 * burst {
 								p := int(call) % processes
 								if order == "random" {
@@ -53,6 +56,9 @@ func TestNoProcessIsStarvedBelowHalfTheLimit(t *testing.T) {
 								d, err := limiters[p].AllowN(t.Context(), "tenant", limit, 1)
 								require.NoError(t, err)
 								if !d.Allowed {
+									if firstDenial < 0 {
+										firstDenial = admitted
+									}
 									require.GreaterOrEqual(t, 2*admitted, burst,
 										"process %d was denied on call %d when the tenant had spent %d of %d", p, call+1, admitted, burst)
 									continue
@@ -60,6 +66,9 @@ func TestNoProcessIsStarvedBelowHalfTheLimit(t *testing.T) {
 								admitted++
 							}
 							require.LessOrEqual(t, admitted, burst, "the processes together admit at most the burst")
+							if firstDenial >= 0 {
+								t.Logf("first denial after %d of %d (%d %%)", firstDenial, burst, 100*firstDenial/burst)
+							}
 						})
 					})
 				}
