@@ -1,0 +1,191 @@
+package settings
+
+import (
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Support says what Sluice does with a variable.
+type Support string
+
+const (
+	// Honoured: Sluice does what the variable asks.
+	Honoured Support = "honoured"
+	// Ignored: the value is parsed (a malformed one is refused) and has no
+	// effect. The variable tunes something Sluice has no equivalent for, or
+	// a mode that another variable would have to turn on (and that Sluice
+	// refuses).
+	Ignored Support = "ignored"
+	// Refused: the default is accepted; setting the variable to a value that
+	// turns on what it configures stops sluice-serve at start (Refuses says
+	// which values).
+	Refused Support = "refused"
+)
+
+// Variable is one of envoyproxy/ratelimit's environment variables (commit
+// 3fb702589d36, src/settings/settings.go).
+type Variable struct {
+	Name    string
+	Default string // envoyproxy/ratelimit's default ("" when it has none)
+	// Supported is what Sluice does with the variable.
+	Supported Support
+	// Refuses describes the values FromEnv refuses beyond malformed ones
+	// ("" when none).
+	Refuses string
+	// Note says how Sluice's behaviour relates to envoyproxy/ratelimit's.
+	Note string
+
+	parse  parser
+	refuse func(value string) string // the reason a set value is refused, or ""
+}
+
+var intBits = strconv.IntSize
+
+// Variables lists every variable envoyproxy/ratelimit reads, in the order of
+// its settings.go.
+var Variables = slices.Concat(serverVariables, redisVariables, lastVariables)
+
+var serverVariables = []Variable{
+	{Name: "HOST", Default: "0.0.0.0", Supported: Honoured, Note: "HTTP listener: /healthcheck, /json",
+		parse: str(func(s *Settings) *string { return &s.Host })},
+	{Name: "PORT", Default: "8080", Supported: Honoured,
+		parse: port(func(s *Settings) *int { return &s.Port })},
+	{Name: "DEBUG_HOST", Default: "0.0.0.0", Supported: Honoured, Note: "debug listener: /debug/pprof/, /stats, /rlconfig",
+		parse: str(func(s *Settings) *string { return &s.DebugHost })},
+	{Name: "DEBUG_PORT", Default: "6070", Supported: Honoured,
+		parse: port(func(s *Settings) *int { return &s.DebugPort })},
+	{Name: "GRPC_UDS", Default: "", Supported: Honoured, Note: "gRPC on this unix socket instead of GRPC_HOST:GRPC_PORT",
+		parse: str(func(s *Settings) *string { return &s.GRPCUDS })},
+	{Name: "GRPC_HOST", Default: "0.0.0.0", Supported: Honoured,
+		parse: str(func(s *Settings) *string { return &s.GRPCHost })},
+	{Name: "GRPC_PORT", Default: "8081", Supported: Honoured,
+		parse: port(func(s *Settings) *int { return &s.GRPCPort })},
+	{Name: "GRPC_MAX_CONNECTION_AGE", Default: "24h", Supported: Honoured,
+		parse: duration(func(s *Settings) *time.Duration { return &s.GRPCMaxConnectionAge })},
+	{Name: "GRPC_MAX_CONNECTION_AGE_GRACE", Default: "1h", Supported: Honoured,
+		parse: duration(func(s *Settings) *time.Duration { return &s.GRPCMaxConnectionAgeGrace })},
+	{Name: "GRPC_SERVER_USE_TLS", Default: "false", Supported: Refused, Refuses: "true",
+		Note:  "gRPC over TLS is not supported: terminate TLS in front of sluice-serve",
+		parse: boolean(nil), refuse: refuseTrue("gRPC over TLS is not supported; terminate TLS in front of sluice-serve")},
+	{Name: "GRPC_SERVER_TLS_CERT", Supported: Ignored, Note: "used only with GRPC_SERVER_USE_TLS=true"},
+	{Name: "GRPC_SERVER_TLS_KEY", Supported: Ignored, Note: "used only with GRPC_SERVER_USE_TLS=true"},
+	{Name: "GRPC_CLIENT_TLS_CACERT", Supported: Ignored, Note: "used only with GRPC_SERVER_USE_TLS=true"},
+	{Name: "GRPC_CLIENT_TLS_SAN", Supported: Ignored, Note: "used only with GRPC_SERVER_USE_TLS=true"},
+	{Name: "LOG_LEVEL", Default: "WARN", Supported: Honoured, Note: "logrus names, any case; trace is debug, fatal and panic are error",
+		parse: logLevel},
+	{Name: "LOG_FORMAT", Default: "text", Supported: Honoured, Note: "json (any case) for JSON lines, anything else text",
+		parse: str(func(s *Settings) *string { return &s.LogFormat })},
+	{Name: "CONFIG_TYPE", Default: "FILE", Supported: Honoured, Refuses: "GRPC_XDS_SOTW",
+		Note:  "FILE only: configuration from xDS is not supported",
+		parse: oneOf(nil, false, "FILE", "GRPC_XDS_SOTW"), refuse: refuseValue("GRPC_XDS_SOTW", "configuration from an xDS server is not supported; use FILE")},
+	{Name: "FORCE_START_WITHOUT_INITIAL_CONFIG", Default: "false", Supported: Ignored,
+		Note: "the files are always loaded before the listeners open", parse: boolean(nil)},
+	{Name: "CONFIG_GRPC_XDS_NODE_ID", Default: "default", Supported: Ignored, Note: "xDS only"},
+	{Name: "CONFIG_GRPC_XDS_NODE_METADATA", Supported: Ignored, Note: "xDS only"},
+	{Name: "CONFIG_GRPC_XDS_SERVER_URL", Default: "localhost:18000", Supported: Ignored, Note: "xDS only"},
+	{Name: "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", Default: "3s", Supported: Ignored, Note: "xDS only", parse: duration(nil)},
+	{Name: "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", Supported: Ignored, Note: "xDS only", parse: stringMap},
+	{Name: "CONFIG_GRPC_XDS_SERVER_USE_TLS", Default: "false", Supported: Ignored, Note: "xDS only", parse: boolean(nil)},
+	{Name: "CONFIG_GRPC_XDS_CLIENT_TLS_CERT", Supported: Ignored, Note: "xDS only"},
+	{Name: "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", Supported: Ignored, Note: "xDS only"},
+	{Name: "CONFIG_GRPC_XDS_SERVER_TLS_CACERT", Supported: Ignored, Note: "xDS only"},
+	{Name: "CONFIG_GRPC_XDS_SERVER_TLS_SAN", Supported: Ignored, Note: "xDS only"},
+	{Name: "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", Default: "10s", Supported: Ignored, Note: "xDS only", parse: duration(nil)},
+	{Name: "XDS_CLIENT_BACKOFF_MAX_INTERVAL", Default: "60s", Supported: Ignored, Note: "xDS only", parse: duration(nil)},
+	{Name: "XDS_CLIENT_BACKOFF_RANDOM_FACTOR", Default: "0.5", Supported: Ignored, Note: "xDS only", parse: float(64)},
+	{Name: "XDS_CLIENT_BACKOFF_JITTER", Default: "true", Supported: Ignored, Note: "xDS only", parse: boolean(nil)},
+	{Name: "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", Supported: Ignored, Note: "xDS only", parse: integer(intBits, nil)},
+	{Name: "USE_DOG_STATSD", Default: "false", Supported: Refused, Refuses: "true",
+		Note:  "DogStatsD is not supported: use USE_PROMETHEUS",
+		parse: boolean(nil), refuse: refuseTrue("DogStatsD is not supported; use USE_PROMETHEUS=true")},
+	{Name: "USE_DOG_STATSD_MOGRIFIERS", Supported: Ignored, Note: "DogStatsD only"},
+	{Name: "USE_STATSD", Default: "true", Supported: Refused, Refuses: "true (when set)",
+		Note:  "statsd is not supported: unset, no statsd is sent (theirs sends to STATSD_HOST:STATSD_PORT by default); use USE_PROMETHEUS",
+		parse: boolean(nil), refuse: refuseTrue("statsd is not supported; set USE_STATSD=false and use USE_PROMETHEUS=true")},
+	{Name: "STATSD_HOST", Default: "localhost", Supported: Ignored, Note: "statsd only"},
+	{Name: "STATSD_PORT", Default: "8125", Supported: Ignored, Note: "statsd only", parse: integer(intBits, nil)},
+	{Name: "EXTRA_TAGS", Supported: Refused, Refuses: "any non-empty map",
+		Note:  "extra tags on the server's statistics are not supported",
+		parse: stringMap, refuse: refuseNonEmpty("extra tags on the statistics are not supported")},
+	{Name: "STATS_FLUSH_INTERVAL", Default: "10s", Supported: Ignored,
+		Note: "Prometheus metrics are current at every scrape, with no flush", parse: duration(nil)},
+	{Name: "DISABLE_STATS", Default: "false", Supported: Honoured, Note: "true: no metrics, USE_PROMETHEUS included",
+		parse: boolean(func(s *Settings) *bool { return &s.DisableStats })},
+	{Name: "USE_PROMETHEUS", Default: "false", Supported: Honoured,
+		Note:  "accepted with USE_STATSD unset (theirs then refuses two sinks)",
+		parse: boolean(func(s *Settings) *bool { return &s.UsePrometheus })},
+	{Name: "PROMETHEUS_ADDR", Default: ":9090", Supported: Honoured,
+		parse: str(func(s *Settings) *string { return &s.PrometheusAddr })},
+	{Name: "PROMETHEUS_PATH", Default: "/metrics", Supported: Honoured,
+		parse: str(func(s *Settings) *string { return &s.PrometheusPath })},
+	{Name: "PROMETHEUS_MAPPER_YAML", Supported: Refused, Refuses: "any non-empty path",
+		Note:   "a statsd-exporter mapping of the metric names is not supported",
+		refuse: refuseNonEmpty("a mapping of the metric names is not supported")},
+	{Name: "RUNTIME_ROOT", Default: "/srv/runtime_data/current", Supported: Honoured,
+		parse: str(func(s *Settings) *string { return &s.RuntimeRoot })},
+	{Name: "RUNTIME_SUBDIRECTORY", Supported: Honoured,
+		parse: str(func(s *Settings) *string { return &s.RuntimeSubdirectory })},
+	{Name: "RUNTIME_APPDIRECTORY", Default: "config", Supported: Honoured,
+		parse: str(func(s *Settings) *string { return &s.RuntimeAppDirectory })},
+	{Name: "RUNTIME_IGNOREDOTFILES", Default: "false", Supported: Honoured,
+		parse: boolean(func(s *Settings) *bool { return &s.RuntimeIgnoreDotFiles })},
+	{Name: "RUNTIME_WATCH_ROOT", Default: "true", Supported: Honoured,
+		Note:  "true: reload when the RUNTIME_ROOT symlink changes target; false: when a file of the directory is written, created, removed or chmod-ed",
+		parse: boolean(func(s *Settings) *bool { return &s.RuntimeWatchRoot })},
+	{Name: "EXPIRATION_JITTER_MAX_SECONDS", Default: "300", Supported: Ignored,
+		Note: "Sluice sets its keys' expiry itself", parse: integer(64, nil)},
+	{Name: "LOCAL_CACHE_SIZE_IN_BYTES", Default: "0", Supported: Refused, Refuses: "any value but 0",
+		Note:  "the local over-limit cache is not supported",
+		parse: integer(intBits, nil), refuse: refuseNonZero("the local over-limit cache is not supported; set 0 or unset it")},
+	{Name: "NEAR_LIMIT_RATIO", Default: "0.8", Supported: Honoured,
+		parse: nearLimitRatio},
+	{Name: "CACHE_KEY_PREFIX", Supported: Honoured,
+		parse: str(func(s *Settings) *string { return &s.CacheKeyPrefix })},
+	{Name: "BACKEND_TYPE", Default: "redis", Supported: Honoured, Refuses: "memcache",
+		Note:  `redis (or "") only`,
+		parse: oneOf(nil, false, "redis", "", "memcache"), refuse: refuseValue("memcache", "the memcache backend is not supported; use redis")},
+	{Name: "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", Default: "false", Supported: Refused, Refuses: "true",
+		Note:  "not supported: Sluice never charges a denied descriptor, but charges the allowed descriptors of a request that another descriptor denies",
+		parse: boolean(nil), refuse: refuseTrue("not supported: Sluice charges the allowed descriptors of a request another descriptor denies")},
+	{Name: "LIMIT_RESPONSE_HEADERS_ENABLED", Default: "false", Supported: Honoured,
+		parse: boolean(func(s *Settings) *bool { return &s.ResponseHeadersEnabled })},
+	{Name: "LIMIT_LIMIT_HEADER", Default: "RateLimit-Limit", Supported: Honoured,
+		parse: str(func(s *Settings) *string { return &s.LimitHeader })},
+	{Name: "LIMIT_REMAINING_HEADER", Default: "RateLimit-Remaining", Supported: Honoured,
+		parse: str(func(s *Settings) *string { return &s.RemainingHeader })},
+	{Name: "LIMIT_RESET_HEADER", Default: "RateLimit-Reset", Supported: Honoured,
+		parse: str(func(s *Settings) *string { return &s.ResetHeader })},
+	{Name: "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", Default: "false", Supported: Honoured,
+		Note:  "Sluice serves only once a configuration is loaded, so it is healthy from the start either way",
+		parse: boolean(func(s *Settings) *bool { return &s.HealthyWithAtLeastOneConfigLoaded })},
+}
+
+func nearLimitRatio(s *Settings, v string) error {
+	f, err := strconv.ParseFloat(v, 32)
+	if err != nil {
+		return float(32)(s, v)
+	}
+	s.NearLimitRatio = float32(f)
+	return nil
+}
+
+// refuseValue refuses one value.
+func refuseValue(value, why string) func(string) string {
+	return func(v string) string {
+		if v == value {
+			return why
+		}
+		return ""
+	}
+}
+
+// refuseNonZero refuses an integer other than 0.
+func refuseNonZero(why string) func(string) string {
+	return func(v string) string {
+		if n, err := strconv.ParseInt(v, 0, 64); err == nil && n != 0 {
+			return why
+		}
+		return ""
+	}
+}

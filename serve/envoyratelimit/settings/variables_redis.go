@@ -1,0 +1,99 @@
+package settings
+
+import (
+	"strings"
+	"time"
+)
+
+const perSecondOnly = "used only with REDIS_PERSECOND=true"
+
+var redisVariables = []Variable{
+	{Name: "REDIS_SOCKET_TYPE", Default: "unix", Supported: Honoured, Note: "tcp or unix",
+		parse: oneOf(func(s *Settings) *string { return &s.RedisSocketType }, false, "tcp", "unix")},
+	{Name: "REDIS_TYPE", Default: "SINGLE", Supported: Honoured, Note: "single, sentinel or cluster, any case",
+		parse: oneOf(func(s *Settings) *string { return &s.RedisType }, true, "single", "sentinel", "cluster")},
+	{Name: "REDIS_URL", Default: "/var/run/nutcracker/ratelimit.sock", Supported: Honoured,
+		Note:  "unset: Sluice's embedded store, limits not shared between processes (theirs dials its default socket)",
+		parse: str(func(s *Settings) *string { return &s.RedisURL })},
+	{Name: "REDIS_POOL_SIZE", Default: "10", Supported: Honoured,
+		parse: integer(intBits, func(s *Settings) *int { return &s.RedisPoolSize })},
+	{Name: "REDIS_AUTH", Supported: Honoured, Note: "password, or user:password",
+		parse: str(func(s *Settings) *string { return &s.RedisAuth })},
+	{Name: "REDIS_TLS", Default: "false", Supported: Honoured, Note: "TLS with the system's roots",
+		parse: boolean(func(s *Settings) *bool { return &s.RedisTLS })},
+	{Name: "REDIS_TLS_CLIENT_CERT", Supported: Refused, Refuses: "any non-empty path",
+		Note: "client certificates for Redis are not supported", refuse: refuseNonEmpty("client certificates for Redis are not supported")},
+	{Name: "REDIS_TLS_CLIENT_KEY", Supported: Refused, Refuses: "any non-empty path",
+		Note: "client certificates for Redis are not supported", refuse: refuseNonEmpty("client certificates for Redis are not supported")},
+	{Name: "REDIS_TLS_CACERT", Supported: Refused, Refuses: "any non-empty path",
+		Note: "a CA other than the system's is not supported", refuse: refuseNonEmpty("a CA for Redis other than the system's is not supported")},
+	{Name: "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", Default: "false", Supported: Refused, Refuses: "true",
+		Note:  "skipping the verification of Redis's certificate is not supported",
+		parse: boolean(nil), refuse: refuseTrue("skipping the verification of Redis's certificate is not supported")},
+	{Name: "REDIS_PIPELINE_WINDOW", Default: "0", Supported: Honoured,
+		parse: duration(func(s *Settings) *time.Duration { return &s.RedisPipelineWindow })},
+	{Name: "REDIS_PIPELINE_LIMIT", Default: "0", Supported: Ignored, Note: "deprecated, with no effect in theirs either",
+		parse: integer(intBits, nil)},
+	{Name: "REDIS_PERSECOND", Default: "false", Supported: Refused, Refuses: "true",
+		Note:  "a second Redis for the per-second limits is not supported",
+		parse: boolean(nil), refuse: refuseTrue("a second Redis for the per-second limits is not supported")},
+	{Name: "REDIS_PERSECOND_SOCKET_TYPE", Default: "unix", Supported: Ignored, Note: perSecondOnly},
+	{Name: "REDIS_PERSECOND_TYPE", Default: "SINGLE", Supported: Ignored, Note: perSecondOnly},
+	{Name: "REDIS_PERSECOND_URL", Default: "/var/run/nutcracker/ratelimitpersecond.sock", Supported: Ignored, Note: perSecondOnly},
+	{Name: "REDIS_PERSECOND_POOL_SIZE", Default: "10", Supported: Ignored, Note: perSecondOnly, parse: integer(intBits, nil)},
+	{Name: "REDIS_PERSECOND_AUTH", Supported: Ignored, Note: perSecondOnly},
+	{Name: "REDIS_PERSECOND_TLS", Default: "false", Supported: Ignored, Note: perSecondOnly, parse: boolean(nil)},
+	{Name: "REDIS_SENTINEL_AUTH", Supported: Honoured, Note: "the sentinels' password (REDIS_AUTH is the master's)",
+		parse: str(func(s *Settings) *string { return &s.RedisSentinelAuth })},
+	{Name: "REDIS_PERSECOND_SENTINEL_AUTH", Supported: Ignored, Note: perSecondOnly},
+	{Name: "REDIS_PERSECOND_PIPELINE_WINDOW", Default: "0", Supported: Ignored, Note: perSecondOnly, parse: duration(nil)},
+	{Name: "REDIS_PERSECOND_PIPELINE_LIMIT", Default: "0", Supported: Ignored, Note: perSecondOnly, parse: integer(intBits, nil)},
+	{Name: "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", Default: "false", Supported: Refused, Refuses: "true",
+		Note:  "failing the health check without a Redis connection is not supported",
+		parse: boolean(nil), refuse: refuseTrue("failing the health check without a Redis connection is not supported")},
+	{Name: "REDIS_TIMEOUT", Default: "10s", Supported: Ignored, Note: "Sluice's Redis clients keep their own dial, read and write timeouts",
+		parse: duration(nil)},
+	{Name: "REDIS_PERSECOND_TIMEOUT", Default: "10s", Supported: Ignored, Note: perSecondOnly, parse: duration(nil)},
+	{Name: "REDIS_POOL_ON_EMPTY_BEHAVIOR", Default: "WAIT", Supported: Ignored, Refuses: "CREATE, ERROR (any case)",
+		Note:   "Sluice's pool waits for a connection, as WAIT; CREATE and ERROR stop theirs at start too",
+		refuse: refusePoolBehaviour},
+	{Name: "REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR", Default: "WAIT", Supported: Ignored, Note: perSecondOnly},
+	{Name: "MEMCACHE_HOST_PORT", Supported: Ignored, Note: "used only with BACKEND_TYPE=memcache"},
+	{Name: "MEMCACHE_MAX_IDLE_CONNS", Default: "2", Supported: Ignored, Note: "used only with BACKEND_TYPE=memcache", parse: integer(intBits, nil)},
+	{Name: "MEMCACHE_SRV", Supported: Ignored, Note: "used only with BACKEND_TYPE=memcache"},
+	{Name: "MEMCACHE_SRV_REFRESH", Default: "0", Supported: Ignored, Note: "used only with BACKEND_TYPE=memcache", parse: duration(nil)},
+	{Name: "MEMCACHE_TLS", Default: "false", Supported: Ignored, Note: "used only with BACKEND_TYPE=memcache", parse: boolean(nil)},
+	{Name: "MEMCACHE_TLS_CLIENT_CERT", Supported: Ignored, Note: "used only with BACKEND_TYPE=memcache"},
+	{Name: "MEMCACHE_TLS_CLIENT_KEY", Supported: Ignored, Note: "used only with BACKEND_TYPE=memcache"},
+	{Name: "MEMCACHE_TLS_CACERT", Supported: Ignored, Note: "used only with BACKEND_TYPE=memcache"},
+	{Name: "MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION", Default: "false", Supported: Ignored, Note: "used only with BACKEND_TYPE=memcache", parse: boolean(nil)},
+}
+
+var lastVariables = []Variable{
+	{Name: "SHADOW_MODE", Default: "false", Supported: Honoured,
+		parse: boolean(func(s *Settings) *bool { return &s.ShadowMode })},
+	{Name: "QUOTA_MODE", Default: "false", Supported: Refused, Refuses: "true",
+		Note:  "quota mode is not supported",
+		parse: boolean(nil), refuse: refuseTrue("quota mode is not supported")},
+	{Name: "RESPONSE_DYNAMIC_METADATA", Default: "false", Supported: Refused, Refuses: "true",
+		Note:  "dynamic metadata in the responses is not supported",
+		parse: boolean(nil), refuse: refuseTrue("dynamic metadata in the responses is not supported")},
+	{Name: "MERGE_DOMAIN_CONFIG", Default: "false", Supported: Honoured,
+		parse: boolean(func(s *Settings) *bool { return &s.MergeDomainConfig })},
+	{Name: "TRACING_ENABLED", Default: "false", Supported: Refused, Refuses: "true",
+		Note:  "OTLP tracing of the service is not supported",
+		parse: boolean(nil), refuse: refuseTrue("OTLP tracing is not supported")},
+	{Name: "TRACING_SERVICE_NAME", Default: "RateLimit", Supported: Ignored, Note: "used only with TRACING_ENABLED=true"},
+	{Name: "TRACING_SERVICE_NAMESPACE", Supported: Ignored, Note: "used only with TRACING_ENABLED=true"},
+	{Name: "TRACING_SERVICE_INSTANCE_ID", Supported: Ignored, Note: "used only with TRACING_ENABLED=true"},
+	{Name: "TRACING_EXPORTER_PROTOCOL", Default: "http", Supported: Ignored, Note: "used only with TRACING_ENABLED=true"},
+	{Name: "TRACING_SAMPLING_RATE", Default: "1", Supported: Ignored, Note: "used only with TRACING_ENABLED=true", parse: float(64)},
+}
+
+func refusePoolBehaviour(v string) string {
+	switch strings.ToUpper(v) {
+	case "CREATE", "ERROR":
+		return "not supported (nor by envoyproxy/ratelimit, which stops at start); use WAIT"
+	}
+	return ""
+}
