@@ -1,19 +1,22 @@
 // Package config reads envoyproxy/ratelimit's YAML configuration (one
-// domain per file, nested descriptors) exactly as that service reads and
-// validates it, and matches request descriptors to their limits as its
-// GetLimit does.
+// domain per file, nested descriptors) as that service reads and validates
+// it, and matches request descriptors to their limits as its GetLimit does.
+//
+// The behaviour followed is envoyproxy/ratelimit's at commit 3fb702589d36
+// (src/config/config_impl.go), with lyft/goruntime's directory walk for
+// [ReadDir]; docs/serve.md lists where Sluice differs on purpose.
 package config
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
-	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 )
 
-// File is one configuration file: its path (for error messages) and
-// content.
+// File is one configuration file: its path (errors name it) and content.
 type File struct {
 	Path string
 	Data []byte
@@ -23,52 +26,190 @@ type File struct {
 // concurrent use.
 type Config struct {
 	domains map[string]*node
+	rules   []*rule
 }
 
-type node struct{}
+// node is one level of a domain's descriptor tree.
+type node struct {
+	children        map[string]*node // by "key" or "key_value"
+	wildcards       []string         // children keys ending in '*', in file order
+	rule            *rule            // nil: no rate_limit here
+	valueToMetric   bool
+	shareThreshold  bool
+	wildcardPattern string // the child key, when shareThreshold
+}
 
-// Limit is what a descriptor is limited by.
-type Limit struct {
-	// FullKey is envoyproxy/ratelimit's stat key: the domain and the
-	// matched path of keys and values, joined by '.'.
-	FullKey string
-	// Unit is the configured unit, as the response's current_limit gives it.
-	Unit rlsv3.RateLimitResponse_RateLimit_Unit
-	// RequestsPerUnit is the configured (or overridden) quota per unit.
+// rule is one rate_limit of a file.
+type rule struct {
+	fullKey        string
+	unit           rlsv3.RateLimitResponse_RateLimit_Unit
+	perUnit        uint32
+	unlimited      bool
+	shadow         bool
+	name           string
+	replaces       []string
+	detailedMetric bool
+}
+
+// Rule describes one configured rate_limit, for a caller that builds
+// something per rule (a limiter, an overlay check).
+type Rule struct {
+	// Key is the rule's stat key as configured: the domain, then each
+	// level's "key" or "key_value", joined by '.'.
+	Key             string
+	Name            string
+	Unit            rlsv3.RateLimitResponse_RateLimit_Unit
 	RequestsPerUnit uint32
-	// Period is the unit's length.
-	Period time.Duration
-	// Unlimited rules always answer OK.
-	Unlimited bool
-	// ShadowMode rules never deny (they count and report).
-	ShadowMode bool
-	// Name is the rule's name ("" when unnamed).
-	Name string
-	// Replaces lists the names of the rules this one replaces.
-	Replaces []string
-	// DetailedMetric: FullKey includes the request's values.
-	DetailedMetric bool
-	// Current is the current_limit of a response.
-	Current *rlsv3.RateLimitResponse_RateLimit
-	// ID identifies the counter: the same for a rule whatever the
-	// per-request override says.
-	ID string
-	// Override: the limit comes from the request's descriptor.limit.
-	Override bool
+	Unlimited       bool
 }
 
-// ReadDir returns every regular file under dir, subdirectories included,
-// in a stable order.
-func ReadDir(dir string, ignoreDotFiles bool) ([]File, error) {
-	return nil, errors.New("config: ReadDir: not implemented")
+// Rules lists every configured rate_limit, in file order.
+func (c *Config) Rules() []Rule {
+	out := make([]Rule, len(c.rules))
+	for i, r := range c.rules {
+		out[i] = Rule{Key: r.fullKey, Name: r.name, Unit: r.unit, RequestsPerUnit: r.perUnit, Unlimited: r.unlimited}
+	}
+	return out
 }
 
-// Load reads files, one domain each.
+// Domains counts the loaded domains.
+func (c *Config) Domains() int { return len(c.domains) }
+
+// HasDomain reports whether domain is configured.
+func (c *Config) HasDomain(domain string) bool { return c.domains[domain] != nil }
+
+// Period is a unit's length as envoyproxy/ratelimit counts it (a MONTH is
+// 30 days, a YEAR 365), or 0 for UNKNOWN and any other value.
+func Period(u rlsv3.RateLimitResponse_RateLimit_Unit) time.Duration {
+	const day = 24 * time.Hour
+	switch u {
+	case rlsv3.RateLimitResponse_RateLimit_SECOND:
+		return time.Second
+	case rlsv3.RateLimitResponse_RateLimit_MINUTE:
+		return time.Minute
+	case rlsv3.RateLimitResponse_RateLimit_HOUR:
+		return time.Hour
+	case rlsv3.RateLimitResponse_RateLimit_DAY:
+		return day
+	case rlsv3.RateLimitResponse_RateLimit_WEEK:
+		return 7 * day
+	case rlsv3.RateLimitResponse_RateLimit_MONTH:
+		return 30 * day
+	case rlsv3.RateLimitResponse_RateLimit_YEAR:
+		return 365 * day
+	}
+	return 0
+}
+
+// Load reads files, one domain each, and validates them as
+// envoyproxy/ratelimit does: unknown keys anywhere are refused, a domain
+// given by two files is refused unless mergeDomains (MERGE_DOMAIN_CONFIG),
+// when the second file's descriptors are added to the first's. Files are
+// loaded in the order given. An error names the file (its Path) and, where
+// it is about one, the descriptor.
 func Load(files []File, mergeDomains bool) (*Config, error) {
-	return nil, errors.New("config: Load: not implemented")
+	c := &Config{domains: map[string]*node{}}
+	for _, f := range files {
+		root, err := parse(f.Data)
+		if err != nil {
+			return nil, fileError(f.Path, err.Error())
+		}
+		if err := c.load(f.Path, root, mergeDomains); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
-// Limit returns the limit of d in domain, or nil for none.
-func (c *Config) Limit(domain string, d *ratelimitv3.RateLimitDescriptor) *Limit {
+func fileError(path, msg string) error { return errors.New(path + ": " + msg) }
+
+func newNode() *node { return &node{children: map[string]*node{}} }
+
+func (c *Config) load(path string, root yamlRoot, merge bool) error {
+	if root.Domain == "" {
+		return fileError(path, "config file cannot have empty domain")
+	}
+	dom := c.domains[root.Domain]
+	if dom != nil && !merge {
+		return fileError(path, fmt.Sprintf("duplicate domain '%s' in config file", root.Domain))
+	}
+	if dom == nil {
+		dom = newNode()
+	}
+	if err := c.loadLevel(path, dom, root.Domain+".", root.Descriptors); err != nil {
+		return err
+	}
+	c.domains[root.Domain] = dom
 	return nil
+}
+
+// loadLevel adds descriptors under n, whose stat key is parent (ending in
+// '.'), checking each as envoyproxy/ratelimit does and in its order.
+func (c *Config) loadLevel(path string, n *node, parent string, descriptors []yamlDescriptor) error {
+	for _, d := range descriptors {
+		if d.Key == "" {
+			return fileError(path, "descriptor has empty key")
+		}
+		childKey := d.Key
+		if d.Value != "" {
+			childKey += "_" + d.Value
+		}
+		full := parent + childKey
+		if n.children[childKey] != nil {
+			return fileError(path, fmt.Sprintf("duplicate descriptor composite key '%s'", full))
+		}
+		child := newNode()
+		child.valueToMetric = d.ValueToMetric
+		if d.RateLimit != nil {
+			r, err := newRule(d, full)
+			if err != nil {
+				return fileError(path, err.Error())
+			}
+			child.rule = r
+		}
+		wildcard := strings.HasSuffix(childKey, "*")
+		if d.ShareThreshold {
+			if !wildcard {
+				return fileError(path, fmt.Sprintf("share_threshold can only be used with wildcard values (ending with '*'), but found key '%s'", childKey))
+			}
+			child.shareThreshold = true
+			child.wildcardPattern = childKey
+		}
+		if wildcard {
+			n.wildcards = append(n.wildcards, childKey)
+		}
+		if err := c.loadLevel(path, child, full+".", d.Descriptors); err != nil {
+			return err
+		}
+		n.children[childKey] = child
+		if child.rule != nil {
+			c.rules = append(c.rules, child.rule)
+		}
+	}
+	return nil
+}
+
+func newRule(d yamlDescriptor, fullKey string) (*rule, error) {
+	y := d.RateLimit
+	v, known := rlsv3.RateLimitResponse_RateLimit_Unit_value[strings.ToUpper(y.Unit)]
+	valid := known && v != int32(rlsv3.RateLimitResponse_RateLimit_UNKNOWN)
+	switch {
+	case y.Unlimited && valid:
+		return nil, errors.New("should not specify rate limit unit when unlimited")
+	case !y.Unlimited && !valid:
+		return nil, fmt.Errorf("invalid rate limit unit '%s'", y.Unit)
+	}
+	for _, r := range y.Replaces {
+		if r == "" {
+			return nil, errors.New("should not have an empty replaces entry")
+		}
+		if r == y.Name {
+			return nil, errors.New("replaces should not contain name of same descriptor")
+		}
+	}
+	return &rule{
+		fullKey: fullKey, unit: rlsv3.RateLimitResponse_RateLimit_Unit(v), perUnit: y.RequestsPerUnit,
+		unlimited: y.Unlimited, shadow: d.ShadowMode, name: y.Name,
+		replaces: append([]string{}, y.Replaces...), detailedMetric: d.DetailedMetric,
+	}, nil
 }
