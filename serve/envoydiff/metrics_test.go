@@ -1,0 +1,135 @@
+//go:build unix
+
+package envoydiff_test
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// series maps a Prometheus series ("name{label=\"value\",...}") to its
+// value.
+type series map[string]float64
+
+// scrape reads s's metrics (USE_PROMETHEUS=true, at PROMETHEUS_ADDR) and
+// returns the series whose name has one of the prefixes, zero values left
+// out: envoyproxy/ratelimit never exports a counter that is still zero
+// (gostats flushes only counters that moved), so absent and 0 are the
+// same answer.
+func (s *service) scrape(t *testing.T, prefixes ...string) series {
+	t.Helper()
+	code, body, err := httpDo(http.MethodGet, s.metricsURL, "")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("%s: GET %s: %d %v", s.name, s.metricsURL, code, err)
+	}
+	out := series{}
+	for _, line := range strings.Split(body, "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		name, value := line[:i], line[i+1:]
+		keep := false
+		for _, p := range prefixes {
+			keep = keep || strings.HasPrefix(name, p)
+		}
+		if !keep {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			t.Fatalf("%s: metric line %q: %v", s.name, line, err)
+		}
+		if v != 0 {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+func (m series) String() string {
+	var lines []string
+	for k, v := range m {
+		lines = append(lines, fmt.Sprintf("  %s %g", k, v))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+func (m series) equal(o series) bool {
+	if len(m) != len(o) {
+		return false
+	}
+	for k, v := range m {
+		if w, ok := o[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// decisionMetrics are the per-rule counters, for a domain.
+func decisionMetrics(domain string) []string {
+	var out []string
+	for _, c := range []string{"total_hits", "over_limit", "near_limit", "within_limit", "shadow_mode"} {
+		out = append(out, fmt.Sprintf("ratelimit_service_rate_limit_%s{domain=%q", c, domain))
+	}
+	return out
+}
+
+// metricsAre waits up to 15 s until theirs exposes want among the series
+// of prefixes (envoyproxy/ratelimit flushes its counters every
+// STATS_FLUSH_INTERVAL), then until ours exposes the same.
+func (p *pair) metricsAre(t *testing.T, want series, prefixes ...string) {
+	t.Helper()
+	for _, s := range p.both() {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			got := s.scrape(t, prefixes...)
+			if got.equal(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's metrics %v are:\n%v\nthe case expects:\n%v", s.name, prefixes, got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// sameMetrics waits up to 15 s until theirs and ours expose the same
+// series of prefixes, and returns them; without ours it returns theirs
+// once they stop changing.
+func (p *pair) sameMetrics(t *testing.T, prefixes ...string) series {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	var prev series
+	for {
+		theirs := p.theirs.scrape(t, prefixes...)
+		if p.ours == nil {
+			// Settled: two scrapes three flush intervals apart agree.
+			if prev != nil && prev.equal(theirs) {
+				return theirs
+			}
+			prev = theirs
+			time.Sleep(300 * time.Millisecond)
+			continue
+		}
+		ours := p.ours.scrape(t, prefixes...)
+		if theirs.equal(ours) {
+			return theirs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the metrics %v differ:\ntheirs:\n%v\nours:\n%v", prefixes, theirs, ours)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,200 @@
+//go:build unix
+
+package envoydiff_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/sluicetest/redistest"
+)
+
+// runtimeDir is envoyproxy/ratelimit's runtime layout: RUNTIME_ROOT is a
+// symlink, as a Kubernetes ConfigMap volume's ..data is, to a directory
+// holding RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY/ with the files.
+type runtimeDir struct {
+	base    string // holds the symlink and every version it pointed to
+	version int
+}
+
+const (
+	subdirectory = "ratelimit"
+	appDirectory = "config"
+)
+
+func newRuntimeDir(t *testing.T, files map[string]string) *runtimeDir {
+	t.Helper()
+	r := &runtimeDir{base: t.TempDir()}
+	r.swap(t, files)
+	return r
+}
+
+// root is the path of the symlink, RUNTIME_ROOT.
+func (r *runtimeDir) root() string { return filepath.Join(r.base, "current") }
+
+// configDir is the directory the symlink points to now, where the files are.
+func (r *runtimeDir) configDir() string {
+	return filepath.Join(r.base, fmt.Sprintf("v%d", r.version), subdirectory, appDirectory)
+}
+
+// swap writes files (path under the app directory: content) into a new
+// version and points the symlink at it by renaming a new symlink over the
+// old one, as Kubernetes updates a ConfigMap volume.
+func (r *runtimeDir) swap(t *testing.T, files map[string]string) {
+	t.Helper()
+	r.version++
+	for name, content := range files {
+		path := filepath.Join(r.configDir(), name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(r.configDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := r.root() + ".new"
+	if err := os.Symlink(fmt.Sprintf("v%d", r.version), tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, r.root()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// env is the environment both services are started with: the runtime
+// directory and one Redis.
+func (r *runtimeDir) env() map[string]string {
+	return map[string]string{
+		"RUNTIME_ROOT":         r.root(),
+		"RUNTIME_SUBDIRECTORY": subdirectory,
+		"RUNTIME_APPDIRECTORY": appDirectory,
+		"RUNTIME_WATCH_ROOT":   "true",
+		"REDIS_SOCKET_TYPE":    "tcp",
+		"LOG_LEVEL":            "info",
+	}
+}
+
+// theirOnlyEnv is set for envoyproxy/ratelimit alone: it sends statsd to
+// localhost:8125 unless told not to, and flushes its counters to the
+// Prometheus exporter every 10 s by default (Sluice counts at once).
+var theirOnlyEnv = map[string]string{
+	"USE_STATSD":           "false",
+	"STATS_FLUSH_INTERVAL": "100ms",
+}
+
+// pairConfig is what a case starts the two services with.
+type pairConfig struct {
+	files   map[string]string // under the app directory
+	env     map[string]string // added to both
+	cluster bool              // a Redis Cluster for each instead of a redis-server
+	noWait  bool              // do not wait for either to be healthy
+}
+
+// pair is envoyproxy/ratelimit (theirs) and sluice-serve (ours) started on
+// the same runtime directory and environment, each with its own Redis.
+// ours is nil while sluice-serve has no compat mode (see [ourCompat]).
+type pair struct {
+	runtime              *runtimeDir
+	theirs, ours         *service
+	theirRedis, ourRedis redisTarget
+}
+
+// startPair starts both services for cfg and, unless cfg.noWait, waits
+// until both are healthy.
+func startPair(t *testing.T, cfg pairConfig) *pair {
+	t.Helper()
+	p := &pair{runtime: newRuntimeDir(t, cfg.files)}
+	theirBin := theirBinary(t)
+	ourBin, compat := ourCompat(t)
+	p.theirRedis = startRedisTarget(t, cfg.cluster)
+	p.theirs = launch(t, "theirs", theirBin, merge(p.runtime.env(), cfg.env, p.theirRedis.env(), theirOnlyEnv))
+	if compat {
+		p.ourRedis = startRedisTarget(t, cfg.cluster)
+		p.ours = launch(t, "ours", ourBin, merge(p.runtime.env(), cfg.env, p.ourRedis.env()))
+	}
+	if !cfg.noWait {
+		p.theirs.ready(t)
+		if p.ours != nil {
+			p.ours.ready(t)
+		}
+	}
+	return p
+}
+
+// both returns the services started, theirs first.
+func (p *pair) both() []*service {
+	if p.ours == nil {
+		return []*service{p.theirs}
+	}
+	return []*service{p.theirs, p.ours}
+}
+
+func merge(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// redisTarget is one service's Redis: a server or a cluster.
+type redisTarget struct {
+	server  *redistest.RedisServer
+	cluster *redistest.RedisCluster
+}
+
+func startRedisTarget(t *testing.T, cluster bool) redisTarget {
+	t.Helper()
+	if cluster {
+		return redisTarget{cluster: redistest.StartCluster(t, 3)}
+	}
+	return redisTarget{server: redistest.StartRedis(t)}
+}
+
+// env is REDIS_TYPE and REDIS_URL for the target, as envoyproxy/ratelimit
+// reads them.
+func (r redisTarget) env() map[string]string {
+	if r.cluster != nil {
+		return map[string]string{
+			"REDIS_TYPE": "cluster", "REDIS_URL": strings.Join(r.cluster.Addrs(), ","),
+			// radix needs a write flush interval for cluster pipelines.
+			"REDIS_PIPELINE_WINDOW": "150us",
+		}
+	}
+	return map[string]string{"REDIS_TYPE": "single", "REDIS_URL": r.server.Addr()}
+}
+
+// keys lists every key the target holds, sorted.
+func (r redisTarget) keys(t *testing.T) []string {
+	t.Helper()
+	nodes := []*redistest.RedisServer{r.server}
+	if r.cluster != nil {
+		nodes = r.cluster.Nodes
+	}
+	var keys []string
+	for _, n := range nodes {
+		ks, err := n.DoStrings("KEYS", "*")
+		if err != nil {
+			t.Fatalf("KEYS * on %s: %v", n.Addr(), err)
+		}
+		keys = append(keys, ks...)
+	}
+	sortStrings(keys)
+	return keys
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
