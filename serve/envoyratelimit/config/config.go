@@ -46,6 +46,7 @@ type rule struct {
 	perUnit        uint32
 	unlimited      bool
 	shadow         bool
+	quota          bool
 	name           string
 	replaces       []string
 	detailedMetric bool
@@ -209,7 +210,7 @@ func newRule(d yamlDescriptor, fullKey string) (*rule, error) {
 	}
 	return &rule{
 		fullKey: fullKey, unit: rlsv3.RateLimitResponse_RateLimit_Unit(v), perUnit: y.RequestsPerUnit,
-		unlimited: y.Unlimited, shadow: d.ShadowMode, name: y.Name,
+		unlimited: y.Unlimited, shadow: d.ShadowMode, quota: d.QuotaMode, name: y.Name,
 		replaces: append([]string{}, y.Replaces...), detailedMetric: d.DetailedMetric,
 	}, nil
 }

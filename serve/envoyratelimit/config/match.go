@@ -26,6 +26,9 @@ type Limit struct {
 	Unlimited bool
 	// ShadowMode: the rule counts and reports but never denies.
 	ShadowMode bool
+	// QuotaMode (quota_mode): over the limit, the descriptor still
+	// answers OK, without its reset; the overall code is not changed.
+	QuotaMode bool
 	// Name is the rule's name ("" when unnamed or overridden).
 	Name string
 	// Replaces names the rules this one replaces within a request.
@@ -136,7 +139,7 @@ func (c *Config) Limit(domain string, d *ratelimitv3.RateLimitDescriptor) *Limit
 	r := found
 	l := &Limit{
 		FullKey: r.fullKey, Unit: r.unit, RequestsPerUnit: r.perUnit, Period: Period(r.unit),
-		Unlimited: r.unlimited, ShadowMode: r.shadow, Name: r.name,
+		Unlimited: r.unlimited, ShadowMode: r.shadow, QuotaMode: r.quota, Name: r.name,
 		Replaces: append([]string(nil), r.replaces...), DetailedMetric: r.detailedMetric,
 		Current: &rlsv3.RateLimitResponse_RateLimit{Name: r.name, RequestsPerUnit: r.perUnit, Unit: r.unit},
 		Rule:    r.fullKey,

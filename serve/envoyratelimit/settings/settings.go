@@ -72,6 +72,11 @@ type Settings struct {
 	RedisPipelineWindow time.Duration // REDIS_PIPELINE_WINDOW
 	RedisSentinelAuth   string        // REDIS_SENTINEL_AUTH
 
+	RedisTLSClientCert               string // REDIS_TLS_CLIENT_CERT
+	RedisTLSClientKey                string // REDIS_TLS_CLIENT_KEY
+	RedisTLSCACert                   string // REDIS_TLS_CACERT
+	RedisTLSSkipHostnameVerification bool   // REDIS_TLS_SKIP_HOSTNAME_VERIFICATION
+
 	ShadowMode        bool // SHADOW_MODE
 	MergeDomainConfig bool // MERGE_DOMAIN_CONFIG
 

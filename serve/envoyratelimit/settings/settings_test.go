@@ -112,10 +112,6 @@ func TestRefusals(t *testing.T) {
 		{"RESPONSE_DYNAMIC_METADATA=true", "dynamic metadata"},
 		{"EXTRA_TAGS=env:prod", "extra tags"},
 		{"PROMETHEUS_MAPPER_YAML=/etc/mapper.yaml", "mapping"},
-		{"REDIS_TLS_CACERT=/ca.pem", "CA"},
-		{"REDIS_TLS_CLIENT_CERT=/c.pem", "client certificates"},
-		{"REDIS_TLS_CLIENT_KEY=/k.pem", "client certificates"},
-		{"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION=true", "verification"},
 		{"REDIS_HEALTH_CHECK_ACTIVE_CONNECTION=true", "health check"},
 		{"REDIS_POOL_ON_EMPTY_BEHAVIOR=create", "use WAIT"},
 		// Malformed values, as envconfig (and so theirs) refuses them.
@@ -130,6 +126,7 @@ func TestRefusals(t *testing.T) {
 		{"REDIS_TYPE=replicated", "not one of single, sentinel, cluster"},
 		{"REDIS_SOCKET_TYPE=udp", "not one of tcp, unix"},
 		{"LOG_LEVEL=loud", "not a log level"},
+		{"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION=sure", "not a boolean"},
 		{"EXPIRATION_JITTER_MAX_SECONDS=soon", "not an integer"},
 		{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS=a", "invalid map item"},
 	}
