@@ -98,11 +98,20 @@ func installTheirs() (string, error) {
 	return bin, nil
 }
 
+// ourBinaryEnv names a sluice-serve binary to compare instead of the one
+// built from this checkout (another revision's, for a bisection).
+const ourBinaryEnv = "ENVOYDIFF_SLUICE_SERVE"
+
 // ourBinary returns sluice-serve built from this checkout (the serve
-// module, the parent directory), once per test binary.
+// module, the parent directory), once per test binary, or the binary
+// $ENVOYDIFF_SLUICE_SERVE names.
 func ourBinary(t *testing.T) string {
 	t.Helper()
 	ourOnce.Do(func() {
+		if bin := os.Getenv(ourBinaryEnv); bin != "" {
+			ourPath, ourErr = filepath.Abs(bin)
+			return
+		}
 		bin := filepath.Join(buildDir, "sluice-serve")
 		cmd := exec.Command("go", "build", "-o", bin, "./cmd/sluice-serve")
 		cmd.Dir = ".."

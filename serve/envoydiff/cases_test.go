@@ -84,7 +84,7 @@ func awaitWindow(t *testing.T, need time.Duration) {
 // case asks again for a key after it was denied (Sluice does not charge a
 // denial: TestDeliberateDifferences).
 func TestSameAnswers(t *testing.T) {
-	awaitWindow(t, 5*time.Minute)
+	awaitWindow(t, 2*time.Minute)
 	p := startPair(t, pairConfig{files: map[string]string{"main.yaml": mainConfig}})
 	check := func(t *testing.T, v via, want string, descs ...any) {
 		t.Helper()

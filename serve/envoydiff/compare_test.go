@@ -148,11 +148,6 @@ func abs(d time.Duration) time.Duration {
 	return d
 }
 
-// request builds a request of domain with descriptors.
-func request(domain string, descriptors ...*ratelimitv3.RateLimitDescriptor) *rlsv3.RateLimitRequest {
-	return &rlsv3.RateLimitRequest{Domain: domain, Descriptors: descriptors}
-}
-
 // hitsAddend is a request's hits_addend, for [buildRequest].
 type hitsAddend uint32
 

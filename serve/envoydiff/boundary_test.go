@@ -1,0 +1,106 @@
+//go:build unix
+
+package envoydiff_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+)
+
+// burstConfig is a fixed window of 100 a minute, the window whose boundary
+// lets 200 through in two seconds.
+const burstConfig = "domain: burst\ndescriptors:\n  - key: client\n    rate_limit: {unit: minute, requests_per_unit: 100}\n"
+
+// burst sends n requests for client=value to each service at once (8
+// callers per service, every service at the same time) and returns how
+// many each admitted.
+func burst(t *testing.T, services []*service, value string, n int) []int {
+	t.Helper()
+	admitted := make([]atomic.Int64, len(services))
+	failed := make(chan error, len(services)*n)
+	var wg sync.WaitGroup
+	for i, s := range services {
+		jobs := make(chan struct{}, n)
+		for range n {
+			jobs <- struct{}{}
+		}
+		close(jobs)
+		for range 8 {
+			wg.Go(func() {
+				req := buildRequest("burst", desc("client", value))
+				for range jobs {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					resp, err := s.rls.ShouldRateLimit(ctx, req)
+					cancel()
+					switch {
+					case err != nil:
+						failed <- fmt.Errorf("%s: %w", s.name, err)
+					case resp.GetOverallCode() == rlsv3.RateLimitResponse_OK:
+						admitted[i].Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(failed)
+	for err := range failed {
+		t.Fatal(err)
+	}
+	out := make([]int, len(services))
+	for i := range admitted {
+		out[i] = int(admitted[i].Load())
+	}
+	return out
+}
+
+// acrossBoundary waits until one second before the next minute boundary
+// (at most a minute), sends 100 requests to each service before the
+// boundary and 100 after it, and returns what each admitted before and
+// after. A first burst that does not end before the boundary (a loaded
+// machine) is tried again at the next minute, with a new client, up to
+// three times.
+func acrossBoundary(t *testing.T, services []*service) (before, after []int) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		now := time.Now()
+		boundary := now.Truncate(time.Minute).Add(time.Minute)
+		if boundary.Sub(now) < 1500*time.Millisecond {
+			boundary = boundary.Add(time.Minute)
+		}
+		time.Sleep(time.Until(boundary.Add(-time.Second)))
+		value := fmt.Sprintf("c%d", attempt)
+		before = burst(t, services, value, 100)
+		if late := time.Since(boundary); late >= 0 {
+			if attempt == 3 {
+				t.Fatalf("100 requests per service did not fit in the second before a minute boundary in 3 tries (the last ended %s after it)", late)
+			}
+			t.Logf("the burst before the boundary ended %s after it: trying again at the next minute", late)
+			continue
+		}
+		time.Sleep(time.Until(boundary.Add(50 * time.Millisecond)))
+		after = burst(t, services, value, 100)
+		t.Logf("across %s: admitted %v before the boundary, %v after, in %s", boundary.Format("15:04:05"), before, after, time.Since(boundary.Add(-time.Second)).Round(time.Millisecond))
+		return before, after
+	}
+}
+
+// TestWindowBoundary is issue 26's boundary case: a 100/MINUTE fixed
+// window admits 100 in the second before a minute boundary and 100 more in
+// the second after it, 200 in two seconds, on envoyproxy/ratelimit and on
+// sluice-serve's default (the fixed window, as theirs).
+func TestWindowBoundary(t *testing.T) {
+	p := startPair(t, pairConfig{files: map[string]string{"burst.yaml": burstConfig}})
+	before, after := acrossBoundary(t, p.both())
+	for i, s := range p.both() {
+		if before[i] != 100 || after[i] != 100 {
+			t.Fatalf("%s admitted %d before the boundary and %d after; a fixed window of 100 a minute admits 100 and 100", s.name, before[i], after[i])
+		}
+	}
+}

@@ -1,0 +1,147 @@
+//go:build unix
+
+package envoydiff_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/grpc/codes"
+)
+
+// TestDeliberateDifferences holds each place where sluice-serve differs
+// from envoyproxy/ratelimit on purpose (docs/serve.md lists them): what
+// theirs does, and what Sluice does instead.
+func TestDeliberateDifferences(t *testing.T) {
+	t.Run("BadConfigurationAtStart", testBadConfigurationAtStart)
+	t.Run("SIGHUP", testSIGHUP)
+	t.Run("DenialsAreNotCharged", testDenialsAreNotCharged)
+}
+
+// testBadConfigurationAtStart: with files that do not load, theirs starts,
+// reports itself healthy and answers every call with gRPC Unknown, which
+// Envoy's default failure_mode_deny: false turns into allowing
+// everything; sluice-serve refuses to start and names the file.
+func testBadConfigurationAtStart(t *testing.T) {
+	for name, files := range map[string]map[string]string{
+		"UnknownKey": {"bad.yaml": "domain: b\ndescriptors:\n  - key: user\n    rate_limt: {unit: hour, requests_per_unit: 1}\n"},
+		"DomainInTwoFiles": {
+			"a.yaml": "domain: m\ndescriptors:\n  - key: x\n    rate_limit: {unit: hour, requests_per_unit: 2}\n",
+			"b.yaml": "domain: m\ndescriptors:\n  - key: y\n    rate_limit: {unit: hour, requests_per_unit: 2}\n",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := startPair(t, pairConfig{files: files, noWait: true})
+			p.theirs.ready(t)
+			r := p.theirs.send(t, overGRPC, buildRequest("b", desc("user", "a")))
+			if r.code != int(codes.Unknown) || r.body != "no rate limit configuration loaded" {
+				t.Fatalf("theirs answered %s; the case expects gRPC Unknown, no rate limit configuration loaded", codesOf(r))
+			}
+			if r := p.theirs.send(t, overJSON, buildRequest("b", desc("user", "a"))); r.code != http.StatusBadRequest {
+				t.Fatalf("theirs answered POST /json with %d, the case expects 400", r.code)
+			}
+			if p.ours == nil {
+				return
+			}
+			code := p.ours.wait(t)
+			out := p.ours.output()
+			if code == 0 || !(strings.Contains(out, "bad.yaml") || strings.Contains(out, "b.yaml")) {
+				t.Fatalf("sluice-serve exited %d with files that do not load; it should refuse to start, naming the file:\n%s", code, out)
+			}
+		})
+	}
+}
+
+// testSIGHUP: SIGHUP stops theirs (it shuts down as on SIGTERM, exit 0);
+// sluice-serve reloads its files on SIGHUP, even an edit made in place
+// that the watch of the root does not see.
+func testSIGHUP(t *testing.T) {
+	p := startPair(t, pairConfig{files: map[string]string{"r.yaml": reloadBefore}})
+	edited := filepath.Join(p.runtime.configDir(), "r.yaml")
+	if err := os.WriteFile(edited, []byte(reloadAfter), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.theirs.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.theirs.wait(t); code != 0 {
+		t.Fatalf("theirs exited %d on SIGHUP; the case expects 0 (its graceful shutdown)", code)
+	}
+	if p.ours == nil {
+		return
+	}
+	if err := p.ours.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for got := limitOf(t, p.ours); got != 5; got = limitOf(t, p.ours) {
+		if p.ours.exited() || time.Now().After(deadline) {
+			t.Fatalf("sluice-serve did not reload on SIGHUP (limit %d, exited %v):\n%s", got, p.ours.exited(), p.ours.output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if why := p.ours.probe(); why != "" {
+		t.Fatalf("sluice-serve unhealthy after SIGHUP: %s", why)
+	}
+}
+
+// theirKey is the form of envoyproxy/ratelimit's Redis keys:
+// <domain>_<key>_<value>_..._<window start in Unix seconds>.
+var theirKey = regexp.MustCompile(`^diff_user_(charged|addend)_\d+$`)
+
+// testDenialsAreNotCharged: theirs adds every request to the count,
+// denied or not (its INCRBY comes before the comparison), so a client that
+// keeps calling while denied stays denied longer; Sluice charges only what
+// it admits. Both answer the same while over the limit; raising the limit
+// (descriptor.limit, on the same counter) shows the counts. Their Redis
+// keys differ too: a rolling upgrade that mixes the two counts each
+// request against two keys.
+func testDenialsAreNotCharged(t *testing.T) {
+	awaitWindow(t, 2*time.Minute)
+	p := startPair(t, pairConfig{files: map[string]string{"main.yaml": mainConfig}})
+	for _, want := range []string{"OK [OK 2]", "OK [OK 1]", "OK [OK 0]", "OVER_LIMIT [OVER_LIMIT 0]", "OVER_LIMIT [OVER_LIMIT 0]"} {
+		requireCodes(t, p.same(t, overGRPC, buildRequest("diff", desc("user", "charged"))), want)
+	}
+	// A hits_addend above the limit is denied, and theirs charges all of it.
+	requireCodes(t, p.same(t, overGRPC, buildRequest("diff", withHits(desc("user", "addend"), 4))), "OVER_LIMIT [OVER_LIMIT 0]")
+
+	raise := func(value string) *rlsv3.RateLimitRequest {
+		return buildRequest("diff", withHits(withLimit(desc("user", value), 10, typev3.RateLimitUnit_HOUR), 0))
+	}
+	// theirs counted 5 of 5 calls and 4 of a denied 4; Sluice 3 and 0.
+	requireCodes(t, p.theirs.send(t, overGRPC, raise("charged")), "OK [OK 5]")
+	requireCodes(t, p.theirs.send(t, overGRPC, raise("addend")), "OK [OK 6]")
+	theirKeys := p.theirRedis.keys(t)
+	if len(theirKeys) != 2 || !theirKey.MatchString(theirKeys[0]) || !theirKey.MatchString(theirKeys[1]) {
+		t.Fatalf("theirs keeps the keys %q; the case expects two of the form %s", theirKeys, theirKey)
+	}
+	if p.ours == nil {
+		return
+	}
+	if r := p.ours.send(t, overGRPC, raise("charged")); codesOf(r) != "OK [OK 7]" {
+		t.Fatalf("sluice-serve answered %s after 3 admitted and 2 denied calls under a limit raised to 10; want OK [OK 7] (denials not charged)", codesOf(r))
+	}
+	if r := p.ours.send(t, overGRPC, raise("addend")); codesOf(r) != "OK [OK 10]" {
+		t.Fatalf("sluice-serve answered %s after a denied hits_addend of 4; want OK [OK 10]", codesOf(r))
+	}
+	ourKeys := p.ourRedis.keys(t)
+	if len(ourKeys) == 0 {
+		t.Fatal("sluice-serve keeps no key in its Redis")
+	}
+	for _, k := range ourKeys {
+		for _, their := range theirKeys {
+			if k == their {
+				t.Fatalf("sluice-serve keeps %q, as theirs does: the keys were expected to differ", k)
+			}
+		}
+	}
+	t.Logf("the same requests, keyed in Redis:\ntheirs: %q\nours:   %q", theirKeys, ourKeys)
+}
