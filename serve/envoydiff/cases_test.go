@@ -206,6 +206,10 @@ func TestSameAnswers(t *testing.T) {
 	t.Run("Metrics", func(t *testing.T) {
 		p.sameMetrics(t, decisionMetrics("diff")...)
 		p.sameMetrics(t, `ratelimit_service_rate_limit_nope_domain_not_found`, `ratelimit_service_config_load`,
-			`ratelimit_service_total_requests{grpc_method="ShouldRateLimit"}`)
+			`ratelimit_service_should_rate_limit_error`, `ratelimit_service_global_shadow_mode`)
+		// The gRPC calls (POST /json is not one), as their interceptor
+		// counts them.
+		p.sameMetrics(t, `ratelimit_service_total_requests{grpc_method="ShouldRateLimit"}`,
+			`ratelimit_service_response_time_seconds_count{grpc_method="ShouldRateLimit"}`)
 	})
 }
