@@ -74,6 +74,12 @@ func TestLoadRefuses(t *testing.T) {
 		{"unknown nested key", []string{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requestsperunit: 5}"}, false,
 			"f0.yaml: config error, unknown key 'requestsperunit'"},
 		{"non-string key", []string{"0.25: d"}, false, "f0.yaml: config error, key is not of type string: 0.25"},
+		{"null key", []string{"~: d"}, false, "f0.yaml: config error, key is not of type string: <nil>"},
+		{"hex key", []string{"0x10: d"}, false, "f0.yaml: config error, key is not of type string: 16"},
+		{"list in a list", []string{"domain: d\ndescriptors:\n  - [a, 0x10]"}, false,
+			"f0.yaml: config error, yaml file contains list of type other than map: [a 16]"},
+		{"a scalar document", []string{"just words"}, false,
+			"f0.yaml: error loading config file: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `just words` into map[interface {}]interface {}"},
 		{"list of scalars", []string{"domain: d\ndescriptors:\n  - a\n  - b"}, false,
 			"f0.yaml: config error, yaml file contains list of type other than map: a"},
 		{"float leaf", []string{"domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 1.5}"}, false,
@@ -113,11 +119,12 @@ func TestLoadRefuses(t *testing.T) {
 
 // TestLoadAccepts holds what their YAML 1.1 reader accepts: yes/on
 // booleans, numbers where strings are wanted, any case of a unit, keys of
-// the schema at any depth, and a domain split over files when merging.
+// the schema at any depth, a key given twice (the last wins), and a
+// domain split over files when merging.
 func TestLoadAccepts(t *testing.T) {
 	files := []File{
 		{Path: "a.yaml", Data: []byte("domain: d\nunit: ignored\ndescriptors:\n  - key: 42\n    value: 7\n    shadow_mode: yes\n    rate_limit: {unit: SeCoNd, requests_per_unit: 0x10}")},
-		{Path: "b.yaml", Data: []byte("domain: d\ndescriptors:\n  - key: other\n    rate_limit: {unlimited: true}")},
+		{Path: "b.yaml", Data: []byte("domain: x\ndomain: d\ndescriptors:\n  - key: other\n    rate_limit: {unlimited: true}")},
 	}
 	if _, err := Load(files, false); err == nil || err.Error() != "b.yaml: duplicate domain 'd' in config file" {
 		t.Fatalf("without merging: %v", err)

@@ -137,10 +137,10 @@ func checkKeys(m *yaml.Node) error {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := deref(m.Content[i]), deref(m.Content[i+1])
 		if k.Kind != yaml.ScalarNode {
-			return fmt.Errorf("config error, key is not of type string: %s", k.Value)
+			return fmt.Errorf("error loading config file: yaml: invalid map key: %s", tagOf(k))
 		}
 		if kind, _, _ := resolve(k); kind != kindString {
-			return fmt.Errorf("config error, key is not of type string: %s", k.Value)
+			return fmt.Errorf("config error, key is not of type string: %s", describe(k))
 		}
 		if !validKeys[k.Value] {
 			return fmt.Errorf("config error, unknown key '%s'", k.Value)
@@ -169,14 +169,31 @@ func checkKeys(m *yaml.Node) error {
 	return nil
 }
 
+// describe writes a node as yaml.v2's value of it prints with %v.
 func describe(n *yaml.Node) string {
-	if n.Kind == yaml.ScalarNode {
-		if k, _, _ := resolve(n); k == kindNull {
-			return "<nil>"
+	if n.Kind == yaml.SequenceNode {
+		parts := make([]string, len(n.Content))
+		for i, c := range n.Content {
+			parts[i] = describe(deref(c))
 		}
-		return n.Value
+		return "[" + strings.Join(parts, " ") + "]"
 	}
-	return tagOf(n)
+	if n.Kind != yaml.ScalarNode {
+		return tagOf(n)
+	}
+	switch k, b, i := resolve(n); k {
+	case kindNull:
+		return "<nil>"
+	case kindBool:
+		return strconv.FormatBool(b)
+	case kindInt:
+		return strconv.FormatInt(i, 10)
+	case kindFloat:
+		if f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err == nil {
+			return fmt.Sprint(f)
+		}
+	}
+	return n.Value
 }
 
 // decoder decodes the fields envoyproxy/ratelimit knows, collecting type
@@ -199,16 +216,11 @@ func (d *decoder) err() error {
 	return fmt.Errorf("yaml: unmarshal errors:\n  %s", strings.Join(d.errs, "\n  "))
 }
 
+// fields calls set for each key of mapping m, in order: a key given twice
+// is set twice, the last value winning, as yaml.v2 decodes it.
 func (d *decoder) fields(m *yaml.Node, set func(key string, v *yaml.Node)) {
-	seen := map[string]bool{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := deref(m.Content[i]), deref(m.Content[i+1])
-		if seen[k.Value] {
-			d.errs = append(d.errs, fmt.Sprintf("line %d: key %q already set in map", k.Line, k.Value))
-			continue
-		}
-		seen[k.Value] = true
-		set(k.Value, v)
+		set(deref(m.Content[i]).Value, deref(m.Content[i+1]))
 	}
 }
 
@@ -368,7 +380,9 @@ func parse(data []byte) (yamlRoot, error) {
 		return yamlRoot{}, nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return yamlRoot{}, fmt.Errorf("error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal %s into map[interface {}]interface {}", root.Line, tagOf(root))
+		var d decoder
+		d.fail(root, "map[interface {}]interface {}")
+		return yamlRoot{}, fmt.Errorf("error loading config file: %w", d.err())
 	}
 	if err := checkKeys(root); err != nil {
 		return yamlRoot{}, err
