@@ -61,6 +61,18 @@ descriptors:
   - key: hits
     rate_limit: {unit: hour, requests_per_unit: 5}
   - key: nolimit
+  - key: files
+    value: docs/*
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: svc
+    value_to_metric: true
+    descriptors:
+      - key: op
+        rate_limit: {unit: hour, requests_per_unit: 5}
+  - key: quota
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
 `
 
 // awaitWindow returns once at least need is left before the next hour
@@ -160,6 +172,28 @@ func TestSameAnswers(t *testing.T) {
 			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="detailed_b"}`: 1,
 		}, `ratelimit_service_rate_limit_total_hits{domain="diff",key1="detailed`,
 			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="detailed`)
+	})
+	t.Run("ShareThreshold", func(t *testing.T) {
+		check(t, overGRPC, "OK [OK 2]", desc("files", "docs/a"))
+		check(t, overGRPC, "OK [OK 1]", desc("files", "docs/b")) // one counter for the wildcard
+		p.metricsAre(t, series{
+			`ratelimit_service_rate_limit_total_hits{domain="diff",key1="files_docs/*"}`:   2,
+			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="files_docs/*"}`: 2,
+		}, `ratelimit_service_rate_limit_total_hits{domain="diff",key1="files`,
+			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="files`,
+			`ratelimit_service_rate_limit_near_limit{domain="diff",key1="files`)
+	})
+	t.Run("ValueToMetric", func(t *testing.T) {
+		check(t, overGRPC, "OK [OK 4]", desc("svc", "checkout", "op", "pay"))
+		p.metricsAre(t, series{
+			`ratelimit_service_rate_limit_total_hits{domain="diff",key1="svc_checkout",key2="op"}`:   1,
+			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="svc_checkout",key2="op"}`: 1,
+		}, `ratelimit_service_rate_limit_total_hits{domain="diff",key1="svc`,
+			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="svc`)
+	})
+	t.Run("QuotaMode", func(t *testing.T) {
+		check(t, overGRPC, "OK [OK 0]", desc("quota", "x"))
+		check(t, overGRPC, "OK [OK 0]", desc("quota", "x")) // over its quota: OK, with no reset
 	})
 	t.Run("HitsAddend", func(t *testing.T) {
 		check(t, overGRPC, "OK [OK 3]", hitsAddend(2), desc("hits", "a"))               // the request's
