@@ -38,7 +38,6 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/grpc"
@@ -46,8 +45,8 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/serve"
+	"github.com/sluicehq/sluice/serve/redisconn"
 	"github.com/sluicehq/sluice/store/embedded"
-	"github.com/sluicehq/sluice/store/goredisstore"
 )
 
 func main() {
@@ -221,7 +220,10 @@ func watch(srv *serve.Server, path string, interval time.Duration, logger *slog.
 	return func() { close(stop); <-done }
 }
 
-// openStore opens the store --redis names, and checks that it answers.
+// openStore opens the store --redis names: a URL of one of
+// redisconn.ParseURL's forms (a single server, a Redis Cluster or the
+// primary of a Sentinel group), "auto" (a throwaway redis-server), or ""
+// (the embedded store). It checks that Redis answers.
 func openStore(url string, logger *slog.Logger) (sluice.Store, func(), error) {
 	if url == "" {
 		store, err := embedded.Start()
@@ -240,27 +242,16 @@ func openStore(url string, logger *slog.Logger) (sluice.Store, func(), error) {
 		logger.Info("sluice serve: started redis-server", "pid", server.Pid, "addr", server.Addr)
 		url, stopRedis = "redis://"+server.Addr+"/0", server.Stop
 	}
-	opt, err := redis.ParseURL(url)
+	spec, err := redisconn.ParseURL(url)
 	if err != nil {
 		stopRedis()
 		return nil, nil, fmt.Errorf("--redis: %w", err)
 	}
-	opt.MaxRetries = -1 // a resent script may charge twice (docs/failure.md)
-	opt.ContextTimeoutEnabled = true
-	opt.DialTimeout = 200 * time.Millisecond
-	client := redis.NewClient(opt)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := client.Ping(ctx).Err(); err != nil {
-		_ = client.Close()
-		stopRedis()
-		return nil, nil, fmt.Errorf("--redis %s: Redis does not answer: %w", url, err)
-	}
-	store, err := goredisstore.New(client)
+	store, closeClient, err := redisconn.Open(context.Background(), spec)
 	if err != nil {
-		_ = client.Close()
 		stopRedis()
-		return nil, nil, fmt.Errorf("--redis %s: %w", url, err)
+		return nil, nil, fmt.Errorf("--redis: %w", err)
 	}
-	return store, func() { _ = client.Close(); stopRedis() }, nil
+	logger.Info("sluice serve: on Redis", "redis", spec.String())
+	return store, func() { _ = closeClient(); stopRedis() }, nil
 }
