@@ -114,16 +114,22 @@ func startPair(t *testing.T, cfg pairConfig) *pair {
 	theirBin := theirBinary(t)
 	ourBin, compat := ourCompat(t)
 	p.theirRedis = startRedisTarget(t, cfg.cluster)
-	p.theirs = launch(t, "theirs", theirBin, merge(p.runtime.env(), cfg.env, p.theirRedis.env(), theirOnlyEnv))
+	theirEnv := merge(p.runtime.env(), cfg.env, p.theirRedis.env(), theirOnlyEnv)
+	var ourEnv map[string]string
 	if compat {
 		p.ourRedis = startRedisTarget(t, cfg.cluster)
-		p.ours = launch(t, "ours", ourBin, merge(p.runtime.env(), cfg.env, p.ourRedis.env()))
+		ourEnv = merge(p.runtime.env(), cfg.env, p.ourRedis.env())
 	}
-	if !cfg.noWait {
-		p.theirs.ready(t)
-		if p.ours != nil {
-			p.ours.ready(t)
+	if cfg.noWait {
+		p.theirs = launch(t, "theirs", theirBin, theirEnv)
+		if compat {
+			p.ours = launch(t, "ours", ourBin, ourEnv)
 		}
+		return p
+	}
+	p.theirs = launchReady(t, "theirs", theirBin, theirEnv)
+	if compat {
+		p.ours = launchReady(t, "ours", ourBin, ourEnv)
 	}
 	return p
 }

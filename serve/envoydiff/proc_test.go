@@ -170,20 +170,45 @@ func (s *service) exited() bool {
 // process exits first.
 func (s *service) ready(t *testing.T) {
 	t.Helper()
+	if err := s.awaitHealthy(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitHealthy is ready's wait, returning what went wrong.
+func (s *service) awaitHealthy() error {
 	deadline := time.Now().Add(60 * time.Second)
-	var last string
 	for {
 		if s.exited() {
-			t.Fatalf("%s exited %d before it was healthy:\n%s", s.name, s.exitCode, s.output())
+			return fmt.Errorf("%s exited %d before it was healthy:\n%s", s.name, s.exitCode, s.output())
 		}
-		last = s.probe()
+		last := s.probe()
 		if last == "" {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not healthy within 60 s: %s", s.name, last)
+			return fmt.Errorf("%s not healthy within 60 s: %s", s.name, last)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// launchReady launches bin and waits until it is healthy, launching it
+// again (up to three times) if it exited because a port picked for it was
+// taken in the meantime (other tests share the machine).
+func launchReady(t *testing.T, name, bin string, env map[string]string) *service {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		s := launch(t, name, bin, env)
+		err := s.awaitHealthy()
+		if err == nil {
+			return s
+		}
+		if attempt < 3 && s.exited() && strings.Contains(s.output(), "address already in use") {
+			t.Logf("%s lost a port to another process: starting it again", name)
+			continue
+		}
+		t.Fatal(err)
 	}
 }
 
