@@ -1,6 +1,12 @@
 // Command sluice-serve runs sluice serve: Envoy's rate-limit service over
-// gRPC and a JSON API over HTTP, deciding by the policies of one file
-// (package serve). From the repository root:
+// gRPC and a JSON API over HTTP.
+//
+// Started with no arguments, it is a drop-in for envoyproxy/ratelimit:
+// configured by that service's environment variables and runtime directory
+// (see envoy.go and package envoyratelimit/settings).
+//
+// Started with flags, it decides by the policies of one file (package
+// serve). From the repository root:
 //
 //	go run ./cmd/sluice serve --config serve/policies.example.yaml
 //
@@ -83,6 +89,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 }
 
 func run(args []string, stderr io.Writer) int {
+	if len(args) == 0 {
+		return runEnvoy(os.Environ(), stderr)
+	}
 	f, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

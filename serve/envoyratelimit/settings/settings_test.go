@@ -123,6 +123,8 @@ func TestRefusals(t *testing.T) {
 		{"REDIS_PIPELINE_WINDOW=150", "not a duration"},
 		{"GRPC_MAX_CONNECTION_AGE=1day", "not a duration"},
 		{"NEAR_LIMIT_RATIO=most", "not a number"},
+		{"NEAR_LIMIT_RATIO=-0.5", "negative"},
+		{"NEAR_LIMIT_RATIO=NaN", "not a number"},
 		{"REDIS_TYPE=replicated", "not one of single, sentinel, cluster"},
 		{"REDIS_SOCKET_TYPE=udp", "not one of tcp, unix"},
 		{"LOG_LEVEL=loud", "not a log level"},

@@ -1,6 +1,8 @@
 package settings
 
 import (
+	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -139,6 +141,7 @@ var serverVariables = []Variable{
 		Note:  "the local over-limit cache is not supported",
 		parse: integer(intBits, nil), refuse: refuseNonZero("the local over-limit cache is not supported; set 0 or unset it")},
 	{Name: "NEAR_LIMIT_RATIO", Default: "0.8", Supported: Honoured,
+		Note:  "negative refused; above 1 counts as 1 (theirs underflows its near_limit count on a denial)",
 		parse: nearLimitRatio},
 	{Name: "CACHE_KEY_PREFIX", Supported: Honoured,
 		parse: str(func(s *Settings) *string { return &s.CacheKeyPrefix })},
@@ -163,8 +166,11 @@ var serverVariables = []Variable{
 
 func nearLimitRatio(s *Settings, v string) error {
 	f, err := strconv.ParseFloat(v, 32)
-	if err != nil {
-		return float(32)(s, v)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return errors.New("not a number")
+	}
+	if f < 0 {
+		return errors.New("negative: want 0 to 1 (above 1, no hit counts as near the limit)")
 	}
 	s.NearLimitRatio = float32(f)
 	return nil

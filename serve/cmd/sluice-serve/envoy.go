@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/sluicehq/sluice/serve/envoyratelimit"
+	"github.com/sluicehq/sluice/serve/envoyratelimit/config"
+	"github.com/sluicehq/sluice/serve/envoyratelimit/settings"
+)
+
+// envoyPollEnv, when set to a duration, replaces the runtime directory's
+// poll interval (1s): for tests.
+const envoyPollEnv = "SLUICE_SERVE_RUNTIME_POLL"
+
+// runEnvoy is sluice-serve started with no arguments: envoyproxy/ratelimit's
+// service, configured by its environment (package settings) and its
+// runtime directory. It returns the exit code: 2 for settings it refuses,
+// 1 for a start that fails (a configuration that does not load included)
+// or a drain that does not close cleanly.
+func runEnvoy(environ []string, stderr io.Writer) int {
+	s, err := settings.FromEnv(environ)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice-serve: %v\n", err)
+		return 2
+	}
+	poll := time.Second
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, envoyPollEnv+"="); ok {
+			if poll, err = time.ParseDuration(v); err != nil || poll <= 0 {
+				fmt.Fprintf(stderr, "sluice-serve: %s=%q: not a positive duration\n", envoyPollEnv, v)
+				return 2
+			}
+		}
+	}
+	opts := &slog.HandlerOptions{Level: s.Level()}
+	var handler slog.Handler = slog.NewTextHandler(stderr, opts)
+	if s.JSONLogs() {
+		handler = slog.NewJSONHandler(stderr, opts)
+	}
+	if err := serveEnvoy(s, poll, slog.New(handler)); err != nil {
+		fmt.Fprintf(stderr, "sluice-serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// envoyReloader reloads the runtime directory into the service, one
+// reload at a time, all or nothing.
+type envoyReloader struct {
+	mu     sync.Mutex
+	s      settings.Settings
+	svc    *envoyratelimit.Service
+	health *envoyHealth
+	logger *slog.Logger
+}
+
+func (r *envoyReloader) reload(on string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	dir := r.s.ConfigDir()
+	files, err := config.ReadDir(dir, r.s.RuntimeIgnoreDotFiles)
+	if err != nil {
+		r.logger.Error("sluice-serve: the configuration directory cannot be read; the configuration in force is kept", "dir", dir, "on", on, "err", err)
+		return
+	}
+	if err := r.svc.Reload(files); err != nil {
+		return // logged by the service, which keeps the configuration in force
+	}
+	r.health.configLoaded(r.svc.Loaded())
+	r.logger.Info("sluice-serve: reloaded", "dir", dir, "on", on, "files", len(files))
+}
+
+func serveEnvoy(s settings.Settings, poll time.Duration, logger *slog.Logger) error {
+	dir := s.ConfigDir()
+	files, err := config.ReadDir(dir, s.RuntimeIgnoreDotFiles)
+	if err != nil {
+		return fmt.Errorf("the configuration directory (RUNTIME_ROOT, RUNTIME_SUBDIRECTORY, RUNTIME_APPDIRECTORY): %w", err)
+	}
+	store, closeStore, err := openEnvoyStore(context.Background(), s, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeStore() }()
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	nearLimit := min(float64(s.NearLimitRatio), 1) // above 1 counts no near_limit, as 1 does
+	if nearLimit == 0 {
+		// NEAR_LIMIT_RATIO=0 makes every threshold 0; Options reads 0 as
+		// the default, 0.8.
+		nearLimit = math.SmallestNonzeroFloat64
+	}
+	svc, err := envoyratelimit.New(files, store, envoyratelimit.Options{
+		MergeDomainConfig: s.MergeDomainConfig, ShadowMode: s.ShadowMode, NearLimitRatio: nearLimit,
+		CacheKeyPrefix: s.CacheKeyPrefix, ResponseHeaders: s.ResponseHeadersEnabled,
+		LimitHeader: s.LimitHeader, RemainingHeader: s.RemainingHeader, ResetHeader: s.ResetHeader,
+		Registerer: registry, Logger: logger,
+	})
+	if err != nil {
+		return fmt.Errorf("the configuration in %s does not load: %w", dir, err)
+	}
+	closeSvc := sync.OnceValue(svc.Close)
+	defer func() { _ = closeSvc() }()
+
+	servers, err := listenEnvoy(s, svc, registry, logger)
+	if err != nil {
+		return err
+	}
+	reloader := &envoyReloader{s: s, svc: svc, health: servers.health, logger: logger}
+	stopPoll := pollRuntime(newRuntimeWatch(s), poll, func() { reloader.reload("runtime change") })
+
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
+	var sig os.Signal
+	for sig = range signals {
+		if sig != syscall.SIGHUP {
+			break
+		}
+		reloader.reload("SIGHUP")
+	}
+	signal.Stop(signals)
+	logger.Info("sluice-serve: shutting down: draining the calls in flight", "signal", sig.String())
+	stopPoll()
+	servers.drain(10 * time.Second)
+	if err := closeSvc(); err != nil {
+		return fmt.Errorf("closing the service: %w", err)
+	}
+	logger.Info("sluice-serve: stopped")
+	return nil
+}
+
+// envoyServers are the listeners of the compatible mode.
+type envoyServers struct {
+	health *envoyHealth
+	grpc   *grpc.Server
+	http   []*http.Server
+}
+
+// listenEnvoy opens every listener (or none, on error) and serves them.
+func listenEnvoy(s settings.Settings, svc *envoyratelimit.Service, registry *prometheus.Registry, logger *slog.Logger) (*envoyServers, error) {
+	type listener struct {
+		what string
+		l    net.Listener
+	}
+	var ls []listener
+	closeAll := func() {
+		for _, l := range ls {
+			_ = l.l.Close()
+		}
+	}
+	listen := func(what, network, addr string) error {
+		l, err := net.Listen(network, addr)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		ls = append(ls, listener{what, l})
+		return nil
+	}
+	if err := listen("GRPC_UDS, GRPC_HOST, GRPC_PORT", s.GRPCNetwork(), s.GRPCAddr()); err != nil {
+		return nil, err
+	}
+	if err := listen("HOST, PORT", "tcp", s.HTTPAddr()); err != nil {
+		return nil, err
+	}
+	if err := listen("DEBUG_HOST, DEBUG_PORT", "tcp", s.DebugAddr()); err != nil {
+		return nil, err
+	}
+	if s.PrometheusEnabled() {
+		if err := listen("PROMETHEUS_ADDR", "tcp", s.PrometheusAddr); err != nil {
+			return nil, err
+		}
+	}
+
+	e := &envoyServers{health: newEnvoyHealth(s.HealthyWithAtLeastOneConfigLoaded)}
+	e.health.configLoaded(svc.Loaded())
+	e.grpc = grpc.NewServer(grpc.KeepaliveParams(keepalive.ServerParameters{
+		MaxConnectionAge: s.GRPCMaxConnectionAge, MaxConnectionAgeGrace: s.GRPCMaxConnectionAgeGrace,
+	}), grpc.ChainUnaryInterceptor(svc.UnaryServerInterceptor()))
+	rlsv3.RegisterRateLimitServiceServer(e.grpc, svc)
+	healthpb.RegisterHealthServer(e.grpc, e.health.grpc)
+	go func() { _ = e.grpc.Serve(ls[0].l) }()
+
+	handlers := []http.Handler{mainMux(e.health, svc, logger), debugMux()}
+	if s.PrometheusEnabled() {
+		mux := http.NewServeMux()
+		mux.Handle(s.PrometheusPath, promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+		handlers = append(handlers, mux)
+	}
+	attrs := []any{"grpc", ls[0].l.Addr().String()}
+	for i, h := range handlers {
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		e.http = append(e.http, hs)
+		l := ls[i+1].l
+		go func() { _ = hs.Serve(l) }()
+		attrs = append(attrs, []string{"http", "debug", "prometheus"}[i], l.Addr().String())
+	}
+	// At Warn, as envoyproxy/ratelimit logs its listeners, so that the
+	// default LOG_LEVEL shows where it listens.
+	logger.Warn("sluice-serve: listening", attrs...)
+	return e, nil
+}
+
+// drain fails the health checks, lets the calls in flight finish (within
+// timeout, then cuts them) and closes every listener.
+func (e *envoyServers) drain(timeout time.Duration) {
+	e.health.fail()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() { e.grpc.GracefulStop(); close(stopped) }()
+	var wg sync.WaitGroup
+	for _, hs := range e.http {
+		wg.Go(func() {
+			if err := hs.Shutdown(ctx); errors.Is(err, context.DeadlineExceeded) {
+				_ = hs.Close()
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		e.grpc.Stop()
+	}
+}
