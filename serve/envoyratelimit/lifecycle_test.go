@@ -2,6 +2,7 @@ package envoyratelimit
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -177,6 +178,11 @@ func TestBuildRefuses(t *testing.T) {
 	}
 	if _, err := New(apiFiles(t), nil, Options{}); err == nil {
 		t.Fatal("nil store accepted")
+	}
+	for _, ratio := range []float64{-0.1, math.NaN(), math.Inf(1)} {
+		if _, err := New(apiFiles(t), store, Options{NearLimitRatio: ratio}); err == nil {
+			t.Fatalf("near limit ratio %v accepted", ratio)
+		}
 	}
 	f := newFixture(t, Options{})
 	if err := f.svc.Reload(huge); err == nil {

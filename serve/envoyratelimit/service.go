@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,8 +95,8 @@ func New(files []config.File, store sluice.Store, opts Options) (*Service, error
 	if ext.IsNil(store) {
 		return nil, errors.New("envoyratelimit: the store must not be nil")
 	}
-	if opts.NearLimitRatio < 0 || opts.NearLimitRatio > 1 {
-		return nil, fmt.Errorf("envoyratelimit: near limit ratio %v: want 0 to 1 (0: 0.8)", opts.NearLimitRatio)
+	if !(opts.NearLimitRatio >= 0) || math.IsInf(opts.NearLimitRatio, 1) {
+		return nil, fmt.Errorf("envoyratelimit: near limit ratio %v: want a finite ratio, at least 0 (0: 0.8)", opts.NearLimitRatio)
 	}
 	if opts.NearLimitRatio == 0 {
 		opts.NearLimitRatio = 0.8
