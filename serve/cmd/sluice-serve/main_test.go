@@ -391,7 +391,7 @@ func TestStartupErrors(t *testing.T) {
 			require.Contains(t, p.logs(), c.want)
 		})
 	}
-	out, err := exec.Command(binary).CombinedOutput()
+	out, err := exec.Command(binary, "--watch", "1s").CombinedOutput() // with no argument at all: envoy.go's mode
 	require.Error(t, err)
 	require.Equal(t, 2, err.(*exec.ExitError).ExitCode())
 	require.Contains(t, string(out), "--config is required")
