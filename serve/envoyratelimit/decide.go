@@ -116,9 +116,25 @@ func (s *Service) decideOne(ctx context.Context, st *state, domain string, l *co
 	if l.Override {
 		b = st.override
 	}
+	if l.Override && l.Period == 0 {
+		s.metrics.callError("service_error")
+		return nil, status.Errorf(codes.Unknown, "descriptor %s: unit %s: not one of SECOND to YEAR", l.FullKey, l.Unit)
+	}
 	switch {
-	case perUnit == 0 && (b == nil || l.Override): // nothing is ever allowed, nothing counted
+	case perUnit == 0 && (b == nil || l.Override):
+		// Nothing is ever allowed, nor counted. A check (no hits) is over
+		// when the counter holds anything, which an override of the same
+		// descriptor may have counted.
 		after, over = hits, hits > 0
+		if hits == 0 {
+			key := counterKey(s.opts.CacheKeyPrefix, domain, st.override, l)
+			d, err := st.override.AllowN(ctx, key, sluice.Limit{Rate: 1, Period: l.Period, Burst: 1}, 0)
+			if err != nil {
+				s.metrics.callError("redis_error")
+				return nil, status.Errorf(codes.Unknown, "store: %v", err)
+			}
+			over, reset = d.Remaining == 0, d.ResetAfter
+		}
 	case b == nil:
 		s.metrics.callError("service_error")
 		return nil, status.Errorf(codes.Unknown, "no limiter for rule %s", l.Rule) // every counting rule has one

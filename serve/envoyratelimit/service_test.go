@@ -193,6 +193,15 @@ func TestOverride(t *testing.T) {
 	if _, err := f.svc.ShouldRateLimit(context.Background(), req("api", with(d("a", "b"), 1, typev3.RateLimitUnit_UNKNOWN))); grpcstatus.Code(err) != codes.Unknown {
 		t.Fatalf("unknown unit: %v", err)
 	}
+
+	// A limit of 0 counts nothing, but a check of it sees what an override
+	// of the same descriptor counted.
+	checkStatus(t, "check of a limit of 0", f.call(t, req("api", hits(d("zero", "z"), 0))).GetStatuses()[0], dstatus{ok, 0, second, 0, 1})
+	f.call(t, req("api", with(d("zero", "z"), 5, typev3.RateLimitUnit_SECOND)))
+	checkStatus(t, "check of a limit of 0 after an override counted", f.call(t, req("api", hits(d("zero", "z"), 0))).GetStatuses()[0],
+		dstatus{over, 0, second, 0, 1})
+	checkStatus(t, "check of an override of 0", f.call(t, req("api", hits(with(d("zero", "z"), 0, typev3.RateLimitUnit_SECOND), 0))).GetStatuses()[0],
+		dstatus{over, 0, second, 0, 1})
 }
 
 // TestResponseHeaders: the limit, remaining and reset of the descriptor
