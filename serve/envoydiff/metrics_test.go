@@ -105,31 +105,34 @@ func (p *pair) metricsAre(t *testing.T, want series, prefixes ...string) {
 	}
 }
 
-// sameMetrics waits up to 15 s until theirs and ours expose the same
-// series of prefixes, and returns them; without ours it returns theirs
-// once they stop changing.
-func (p *pair) sameMetrics(t *testing.T, prefixes ...string) series {
+// flushed returns once envoyproxy/ratelimit has flushed its counters to
+// its Prometheus exporter since the call: its stats store flushes every
+// STATS_FLUSH_INTERVAL, counters first, then every gauge, so a flush that
+// began after the call shows as the exporter's count of gauge events
+// moving at three polls 50 ms apart (one flush's events arrive together).
+func (s *service) flushed(t *testing.T) {
 	t.Helper()
+	const gaugeEvents = `statsd_exporter_events_total{type="gauge"}`
 	deadline := time.Now().Add(15 * time.Second)
-	var prev series
-	for {
-		theirs := p.theirs.scrape(t, prefixes...)
-		if p.ours == nil {
-			// Settled: two scrapes three flush intervals apart agree.
-			if prev != nil && prev.equal(theirs) {
-				return theirs
-			}
-			prev = theirs
-			time.Sleep(300 * time.Millisecond)
-			continue
-		}
-		ours := p.ours.scrape(t, prefixes...)
-		if theirs.equal(ours) {
-			return theirs
-		}
+	last, moves := s.scrape(t, gaugeEvents)[gaugeEvents], 0
+	for moves < 3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the metrics %v differ:\ntheirs:\n%v\nours:\n%v", prefixes, theirs, ours)
+			t.Fatalf("%s did not flush its stats within 15 s", s.name)
 		}
 		time.Sleep(50 * time.Millisecond)
+		if v := s.scrape(t, gaugeEvents)[gaugeEvents]; v != last {
+			last, moves = v, moves+1
+		}
+	}
+}
+
+// sameMetrics fails t unless theirs, once flushed, and ours expose the
+// same series of prefixes.
+func (p *pair) sameMetrics(t *testing.T, prefixes ...string) {
+	t.Helper()
+	p.theirs.flushed(t)
+	theirs, ours := p.theirs.scrape(t, prefixes...), p.ours.scrape(t, prefixes...)
+	if !theirs.equal(ours) {
+		t.Fatalf("the metrics %v differ:\ntheirs:\n%v\nours:\n%v", prefixes, theirs, ours)
 	}
 }

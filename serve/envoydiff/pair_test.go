@@ -99,7 +99,6 @@ type pairConfig struct {
 
 // pair is envoyproxy/ratelimit (theirs) and sluice-serve (ours) started on
 // the same runtime directory and environment, each with its own Redis.
-// ours is nil while sluice-serve has no compat mode (see [ourCompat]).
 type pair struct {
 	runtime              *runtimeDir
 	theirs, ours         *service
@@ -112,35 +111,23 @@ func startPair(t *testing.T, cfg pairConfig) *pair {
 	t.Helper()
 	p := &pair{runtime: newRuntimeDir(t, cfg.files)}
 	theirBin := theirBinary(t)
-	ourBin, compat := ourCompat(t)
+	ourBin := ourBinary(t)
 	p.theirRedis = startRedisTarget(t, cfg.cluster)
 	theirEnv := merge(p.runtime.env(), cfg.env, p.theirRedis.env(), theirOnlyEnv)
-	var ourEnv map[string]string
-	if compat {
-		p.ourRedis = startRedisTarget(t, cfg.cluster)
-		ourEnv = merge(p.runtime.env(), cfg.env, p.ourRedis.env())
-	}
+	p.ourRedis = startRedisTarget(t, cfg.cluster)
+	ourEnv := merge(p.runtime.env(), cfg.env, p.ourRedis.env())
 	if cfg.noWait {
 		p.theirs = launch(t, "theirs", theirBin, theirEnv)
-		if compat {
-			p.ours = launch(t, "ours", ourBin, ourEnv)
-		}
+		p.ours = launch(t, "ours", ourBin, ourEnv)
 		return p
 	}
 	p.theirs = launchReady(t, "theirs", theirBin, theirEnv)
-	if compat {
-		p.ours = launchReady(t, "ours", ourBin, ourEnv)
-	}
+	p.ours = launchReady(t, "ours", ourBin, ourEnv)
 	return p
 }
 
-// both returns the services started, theirs first.
-func (p *pair) both() []*service {
-	if p.ours == nil {
-		return []*service{p.theirs}
-	}
-	return []*service{p.theirs, p.ours}
-}
+// both returns the two services, theirs first.
+func (p *pair) both() []*service { return []*service{p.theirs, p.ours} }
 
 func merge(ms ...map[string]string) map[string]string {
 	out := map[string]string{}
