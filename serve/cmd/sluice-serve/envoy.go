@@ -92,6 +92,12 @@ func (r *envoyReloader) reload(on string) {
 }
 
 func serveEnvoy(s settings.Settings, poll time.Duration, logger *slog.Logger) error {
+	// Caught from the start: a signal sent as soon as the listeners are
+	// announced must not find the default action (exit) in place.
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(signals)
+
 	dir := s.ConfigDir()
 	files, err := config.ReadDir(dir, s.RuntimeIgnoreDotFiles)
 	if err != nil {
@@ -130,8 +136,6 @@ func serveEnvoy(s settings.Settings, poll time.Duration, logger *slog.Logger) er
 	reloader := &envoyReloader{s: s, svc: svc, health: servers.health, logger: logger}
 	stopPoll := pollRuntime(newRuntimeWatch(s), poll, func() { reloader.reload("runtime change") })
 
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
 	var sig os.Signal
 	for sig = range signals {
 		if sig != syscall.SIGHUP {

@@ -102,7 +102,11 @@ func startEnvoy(t *testing.T, env ...string) *envoyProc {
 		}
 		return m != nil
 	}, 20*time.Second, 10*time.Millisecond, "sluice-serve did not listen within 20 s")
-	conn, err := grpc.NewClient(m[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	target := m[1]
+	if strings.HasPrefix(target, "/") {
+		target = "unix://" + target // GRPC_UDS
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	p.client = rlsv3.NewRateLimitServiceClient(conn)
@@ -300,6 +304,17 @@ func TestEnvoyModeDrainsOnSIGTERM(t *testing.T) {
 	require.Equal(t, 200, <-answered, p.logs())
 	require.Equal(t, 0, p.wait(t), p.logs())
 	require.Contains(t, p.logs(), "sluice-serve: stopped")
+}
+
+// TestEnvoyModeGRPCOnAUnixSocket: GRPC_UDS replaces GRPC_HOST:GRPC_PORT.
+func TestEnvoyModeGRPCOnAUnixSocket(t *testing.T) {
+	_, env := runtimeEnv(t, limits(2))
+	socket := filepath.Join(t.TempDir(), "rl.sock")
+	p := startEnvoy(t, append(env, "GRPC_UDS="+socket)...)
+	require.Contains(t, p.logs(), "grpc="+socket)
+	limit, code := limitOf(t, p, "u1")
+	require.Equal(t, uint32(2), limit)
+	require.Equal(t, rlsv3.RateLimitResponse_OK, code)
 }
 
 // TestEnvoyModeOnRedis: two processes on one redis-server, from
