@@ -3,11 +3,13 @@
 package envoydiff_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
 
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // mainConfig is one envoyproxy/ratelimit file with a rule for each case of
@@ -134,6 +136,7 @@ func TestSameAnswers(t *testing.T) {
 		check(t, overGRPC, "OK [OK 0]", desc("tenant", "t1"))                                 // a node without rate_limit
 		check(t, overGRPC, "OK [OK 0]", desc("tenant", "t1", "route", "/cart", "extra", "1")) // deeper than the rules
 		check(t, overGRPC, "OK [OK 0]", desc("nolimit", "x"))
+		check(t, overGRPC, "OK [OK 2]", desc("user", "")) // an empty value: the bare key
 	})
 	t.Run("Unlimited", func(t *testing.T) {
 		check(t, overGRPC, "OK [OK 4294967295]", desc("internal", "x"))
@@ -165,11 +168,20 @@ func TestSameAnswers(t *testing.T) {
 	t.Run("DetailedMetric", func(t *testing.T) {
 		check(t, overGRPC, "OK [OK 1]", desc("detailed", "a"))
 		check(t, overGRPC, "OK [OK 1]", desc("detailed", "b"))
+		check(t, overGRPC, "OK [OK 1]", desc("detailed", "a:b|c"))    // ':' and '|' become '_' in a stat name
+		check(t, overGRPC, "OK [OK 1]", desc("detailed", "10.0.0.1")) // so do an IPv4 address's dots
+		check(t, overGRPC, "OK [OK 1]", desc("detailed", "x.y"))      // other dots split the stat name
 		p.metricsAre(t, series{
-			`ratelimit_service_rate_limit_total_hits{domain="diff",key1="detailed_a"}`:   1,
-			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="detailed_a"}`: 1,
-			`ratelimit_service_rate_limit_total_hits{domain="diff",key1="detailed_b"}`:   1,
-			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="detailed_b"}`: 1,
+			`ratelimit_service_rate_limit_total_hits{domain="diff",key1="detailed_a"}`:            1,
+			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="detailed_a"}`:          1,
+			`ratelimit_service_rate_limit_total_hits{domain="diff",key1="detailed_b"}`:            1,
+			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="detailed_b"}`:          1,
+			`ratelimit_service_rate_limit_total_hits{domain="diff",key1="detailed_a_b_c"}`:        1,
+			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="detailed_a_b_c"}`:      1,
+			`ratelimit_service_rate_limit_total_hits{domain="diff",key1="detailed_10_0_0_1"}`:     1,
+			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="detailed_10_0_0_1"}`:   1,
+			`ratelimit_service_rate_limit_total_hits{domain="diff",key1="detailed_x",key2="y"}`:   1,
+			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="detailed_x",key2="y"}`: 1,
 		}, `ratelimit_service_rate_limit_total_hits{domain="diff",key1="detailed`,
 			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="detailed`)
 	})
@@ -233,6 +245,27 @@ func TestSameAnswers(t *testing.T) {
 				t.Fatalf("theirs answered POST /json %s with %d, the case expects 400", body, theirs.code)
 			}
 			requireSameReply(t, "POST /json "+body, theirs, p.ours.postJSON(t, body))
+		}
+	})
+	t.Run("Health", func(t *testing.T) {
+		theirCode, theirBody, err := p.theirs.get("/healthcheck")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ourCode, ourBody, err := p.ours.get("/healthcheck")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if theirCode != http.StatusOK || ourCode != theirCode || ourBody != theirBody {
+			t.Fatalf("GET /healthcheck: theirs %d %q, ours %d %q", theirCode, theirBody, ourCode, ourBody)
+		}
+		for _, name := range []string{"", "ratelimit"} {
+			for _, s := range p.both() {
+				resp, err := s.health.Check(context.Background(), &healthpb.HealthCheckRequest{Service: name})
+				if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+					t.Fatalf("%s: grpc.health.v1 Check(%q): %v %v", s.name, name, resp, err)
+				}
+			}
 		}
 	})
 	t.Run("Metrics", func(t *testing.T) {

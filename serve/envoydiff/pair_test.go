@@ -91,10 +91,10 @@ var theirOnlyEnv = map[string]string{
 
 // pairConfig is what a case starts the two services with.
 type pairConfig struct {
-	files   map[string]string // under the app directory
-	env     map[string]string // added to both
-	cluster bool              // a Redis Cluster for each instead of a redis-server
-	noWait  bool              // do not wait for either to be healthy
+	files  map[string]string // under the app directory
+	env    map[string]string // added to both
+	redis  redisKind         // each service's Redis
+	noWait bool              // do not wait for either to be healthy
 }
 
 // pair is envoyproxy/ratelimit (theirs) and sluice-serve (ours) started on
@@ -112,9 +112,9 @@ func startPair(t *testing.T, cfg pairConfig) *pair {
 	p := &pair{runtime: newRuntimeDir(t, cfg.files)}
 	theirBin := theirBinary(t)
 	ourBin := ourBinary(t)
-	p.theirRedis = startRedisTarget(t, cfg.cluster)
+	p.theirRedis = startRedisTarget(t, cfg.redis)
 	theirEnv := merge(p.runtime.env(), cfg.env, p.theirRedis.env(), theirOnlyEnv)
-	p.ourRedis = startRedisTarget(t, cfg.cluster)
+	p.ourRedis = startRedisTarget(t, cfg.redis)
 	ourEnv := merge(p.runtime.env(), cfg.env, p.ourRedis.env())
 	if cfg.noWait {
 		p.theirs = launch(t, "theirs", theirBin, theirEnv)
@@ -139,16 +139,32 @@ func merge(ms ...map[string]string) map[string]string {
 	return out
 }
 
-// redisTarget is one service's Redis: a server or a cluster.
+// redisKind is REDIS_TYPE: single (a redis-server), cluster (a Redis
+// Cluster of 3 primaries) or sentinel (a primary, a replica and three
+// sentinels).
+type redisKind int
+
+const (
+	single redisKind = iota
+	cluster
+	sentinel
+)
+
+// redisTarget is one service's Redis.
 type redisTarget struct {
-	server  *redistest.RedisServer
-	cluster *redistest.RedisCluster
+	server   *redistest.RedisServer
+	cluster  *redistest.RedisCluster
+	sentinel *redistest.SentinelGroup
 }
 
-func startRedisTarget(t *testing.T, cluster bool) redisTarget {
+func startRedisTarget(t *testing.T, kind redisKind) redisTarget {
 	t.Helper()
-	if cluster {
+	switch kind {
+	case cluster:
 		return redisTarget{cluster: redistest.StartCluster(t, 3)}
+	case sentinel:
+		g := redistest.StartSentinelGroup(t)
+		return redisTarget{server: g.Primary, sentinel: g}
 	}
 	return redisTarget{server: redistest.StartRedis(t)}
 }
@@ -156,6 +172,12 @@ func startRedisTarget(t *testing.T, cluster bool) redisTarget {
 // env is REDIS_TYPE and REDIS_URL for the target, as envoyproxy/ratelimit
 // reads them.
 func (r redisTarget) env() map[string]string {
+	if r.sentinel != nil {
+		return map[string]string{
+			"REDIS_TYPE": "sentinel",
+			"REDIS_URL":  redistest.SentinelMaster + "," + strings.Join(r.sentinel.SentinelAddrs(), ","),
+		}
+	}
 	if r.cluster != nil {
 		return map[string]string{
 			"REDIS_TYPE": "cluster", "REDIS_URL": strings.Join(r.cluster.Addrs(), ","),

@@ -153,11 +153,17 @@ func TestResponseHeaders(t *testing.T) {
 	}
 }
 
-// TestRedisCluster runs a short sequence with REDIS_TYPE=cluster, each
-// service on a Redis Cluster of its own.
-func TestRedisCluster(t *testing.T) {
+// TestRedisTypes runs a short sequence with REDIS_TYPE=cluster and
+// REDIS_TYPE=sentinel, each service on a Redis Cluster, or a sentinel
+// group, of its own.
+func TestRedisTypes(t *testing.T) {
+	t.Run("Cluster", func(t *testing.T) { testRedisType(t, cluster) })
+	t.Run("Sentinel", func(t *testing.T) { testRedisType(t, sentinel) })
+}
+
+func testRedisType(t *testing.T, kind redisKind) {
 	awaitWindow(t, 2*time.Minute)
-	p := startPair(t, pairConfig{files: map[string]string{"main.yaml": mainConfig}, cluster: true})
+	p := startPair(t, pairConfig{files: map[string]string{"main.yaml": mainConfig}, redis: kind})
 	for _, want := range []string{"OK [OK 2, OK 1]", "OK [OK 1, OK 0]", "OVER_LIMIT [OK 0, OVER_LIMIT 0]"} {
 		requireCodes(t, p.same(t, overGRPC, buildRequest("diff", desc("user", "c"), desc("tenant", "t", "route", "/orders"))), want)
 	}
