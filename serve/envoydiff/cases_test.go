@@ -143,6 +143,7 @@ func TestSameAnswers(t *testing.T) {
 		check(t, overJSON, "OK [OK 4294967295]", desc("internal", "x"))
 	})
 	t.Run("RequestsPerUnitZero", func(t *testing.T) {
+		check(t, overGRPC, "OK [OK 0]", withHits(desc("blocked", "z"), 0)) // a check of a counter at 0
 		check(t, overGRPC, "OVER_LIMIT [OVER_LIMIT 0]", desc("blocked", "x"))
 	})
 	t.Run("Replaces", func(t *testing.T) {
