@@ -34,7 +34,10 @@ import (
 //     [Spec].TLSConfig is left nil, for the caller to set from
 //     REDIS_TLS_CLIENT_CERT and its siblings.
 //   - poolSize, REDIS_POOL_SIZE: connections per node; 0: go-redis's
-//     default.
+//     default (10 per GOMAXPROCS). radix v4 pipelines the concurrent
+//     commands on each of its connections and go-redis sends one at a
+//     time, so the same number serves fewer concurrent decisions here:
+//     its default, 10, is better passed as 0 when the variable is unset.
 //   - pipelineWindow, REDIS_PIPELINE_WINDOW: checked (not negative) and
 //     otherwise unused. envoyproxy/ratelimit sets it as radix's write
 //     flush interval on a Cluster only, batching the writes of concurrent
@@ -42,8 +45,9 @@ import (
 //     at a time), and Sluice batches concurrent decisions itself, into
 //     one script call, with a policy's coalesce.
 //
-// A bad value is an error that names its variable; an unknown type, an
-// address that is not host:port, a sentinel list without a sentinel.
+// A bad value (an unknown type or socket type, an address that is not
+// host:port, a sentinel list without a sentinel, a negative number) is an
+// error that names its variable and masks the passwords of REDIS_URL.
 func FromEnvoy(socketType, redisType, url, auth, sentinelAuth string, tls bool, poolSize int, pipelineWindow time.Duration) (Spec, error) {
 	spec := Spec{Type: strings.ToLower(redisType), TLS: tls, PoolSize: poolSize}
 	switch spec.Type {
