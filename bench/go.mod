@@ -2,18 +2,13 @@ module github.com/sluicehq/sluice/bench
 
 go 1.26.0
 
-replace (
-	github.com/sluicehq/sluice => ../
-	github.com/sluicehq/sluice/serve => ../serve
-)
-
 require (
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
-	github.com/sluicehq/sluice v0.0.0
-	github.com/sluicehq/sluice/serve v0.0.0
+	github.com/sluicehq/sluice v0.1.0
+	github.com/sluicehq/sluice/serve v0.1.0
 	github.com/stretchr/testify v1.12.1
 	github.com/throttled/throttled/v2 v2.15.0
 	github.com/ulule/limiter/v3 v3.11.2

@@ -2,13 +2,11 @@ module github.com/sluicehq/sluice/serve
 
 go 1.26.0
 
-replace github.com/sluicehq/sluice => ../
-
 require (
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/sluicehq/sluice v0.0.0
+	github.com/sluicehq/sluice v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
 	go.opentelemetry.io/otel/metric v1.47.0

@@ -291,7 +291,7 @@ func RewriteDocBlocks(text string, figures map[string]string) (string, []string,
 func docsSource(r Report, jsonPath string) string {
 	server, _, _ := strings.Cut(r.Redis, " at ")
 	return fmt.Sprintf("From `%s` (%s; %s, the benchmark sharing the machine with the server), "+
-		"written by `go run ./cmd/sluice bench --full --redis auto --json %s --docs .`.",
+		"written by `go run ./bench/cmd/sluice-bench --full --redis auto --json %s --docs .`.",
 		jsonPath, server, r.Machine, jsonPath)
 }
 

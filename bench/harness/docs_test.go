@@ -26,7 +26,7 @@ func loadCommittedRun(t *testing.T) Report {
 // TestDocsQuoteTheCommittedRun: every figure block in README.md and
 // docs/*.md is exactly what bench/runs/full.json renders, so a figure
 // cannot drift from the run it names; after a new run,
-// `go run ./cmd/sluice bench --from-json bench/runs/full.json --docs .`
+// `go run ./bench/cmd/sluice-bench --from-json bench/runs/full.json --docs .`
 // (or the run itself with --docs .) rewrites them.
 func TestDocsQuoteTheCommittedRun(t *testing.T) {
 	r := loadCommittedRun(t)
@@ -51,7 +51,7 @@ func TestDocsQuoteTheCommittedRun(t *testing.T) {
 					g = got[i]
 				}
 				if w != g {
-					t.Fatalf("%s:%d quotes figures that %s does not render:\n  has:     %s\n  renders: %s\nrun go run ./cmd/sluice bench --from-json %s --docs .", f, i+1, committedRun, g, w, committedRun)
+					t.Fatalf("%s:%d quotes figures that %s does not render:\n  has:     %s\n  renders: %s\nrun go run ./bench/cmd/sluice-bench --from-json %s --docs .", f, i+1, committedRun, g, w, committedRun)
 				}
 			}
 		}
@@ -161,7 +161,7 @@ func TestCommittedReportIsTheRunsHTML(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, WriteHTML(&b, r))
 	require.True(t, b.String() == string(committed),
-		"bench/runs/full.html is not what full.json renders: go run ./cmd/sluice bench --from-json bench/runs/full.json --html bench/runs/full.html")
+		"bench/runs/full.html is not what full.json renders: go run ./bench/cmd/sluice-bench --from-json bench/runs/full.json --html bench/runs/full.html")
 }
 
 // TestCheckDocsTarget: a run with --docs is refused before it starts when

@@ -85,14 +85,22 @@ func TestServeRunsTheInstalledCommand(t *testing.T) {
 	require.Equal(t, 3, runWith(context.Background(), nil, []string{"serve", "--exit", "3"}, &stdout, &stderr), "its exit status")
 }
 
-// TestServeNotInstalledOutsideACheckout: with no sluice-serve beside
-// sluice or on PATH, and no checkout to run it from, sluice serve says how
-// to install it, and never calls go.
-func TestServeNotInstalledOutsideACheckout(t *testing.T) {
-	t.Setenv("PATH", t.TempDir())
-	t.Chdir(t.TempDir())
-	var stdout, stderr syncBuffer
-	require.Equal(t, 1, runWith(context.Background(), nil, []string{"serve", "--config", "p.yaml"}, &stdout, &stderr))
-	require.Contains(t, stderr.String(), "sluice-serve is not installed")
-	require.Contains(t, stderr.String(), "cd serve && go install ./cmd/sluice-serve")
+// TestServeNotInstalled: with no sluice-serve beside sluice or on PATH,
+// sluice serve says how to install it and never calls go, even in a
+// checkout (a go on PATH that would run logs its call).
+func TestServeNotInstalled(t *testing.T) {
+	bin := t.TempDir()
+	called := filepath.Join(t.TempDir(), "go-was-called")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte("#!/bin/sh\ntouch "+called+"\n"), 0o755))
+	t.Setenv("PATH", bin)
+	for _, dir := range []string{t.TempDir(), "../.."} { // elsewhere, and the repository root
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Chdir(dir)
+			var stdout, stderr syncBuffer
+			require.Equal(t, 1, runWith(context.Background(), nil, []string{"serve", "--config", "p.yaml"}, &stdout, &stderr))
+			require.Contains(t, stderr.String(), "sluice-serve is not installed")
+			require.Contains(t, stderr.String(), "go install github.com/sluicehq/sluice/serve/cmd/sluice-serve@latest")
+			require.NoFileExists(t, called, "sluice serve ran go")
+		})
+	}
 }

@@ -63,7 +63,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strings"
 )
 
 const usage = `Sluice: a distributed rate limiter on Redis.
@@ -80,11 +79,13 @@ Commands:
 	        Redis (runs sluice-bench; "sluice bench -h" for its flags)
 	serve   the limiter as a service: Envoy's rate-limit service (gRPC) and
 	        a JSON API (runs sluice-serve; "sluice serve -h" for its flags)
+	help    print this help; "sluice help demo" prints the demo's flags
 
 bench and serve run the sluice-bench and sluice-serve installed beside
-sluice or on PATH, passing SIGINT, SIGTERM and SIGHUP on to them; in a
-checkout without them, "go run" of their module.
-	help    print this help; "sluice help demo" prints the demo's flags
+sluice or on PATH, passing SIGINT, SIGTERM and SIGHUP on. Install them with
+
+	go install github.com/sluicehq/sluice/bench/cmd/sluice-bench@latest
+	go install github.com/sluicehq/sluice/serve/cmd/sluice-serve@latest
 `
 
 func main() {
@@ -177,20 +178,16 @@ func runDemoCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 // does not depend on), git-style: the installed sluice-<name> beside this
 // executable or on PATH, in this directory, with these arguments, and
 // every signal received passed on to it, so that SIGTERM and SIGINT let
-// sluice serve drain its calls and close its leases. Only when no such
-// binary is installed and this is a checkout of the repository does it
-// run "go -C <module> run ./cmd/<command>" instead, for development.
+// sluice serve drain its calls and close its leases. It never runs go:
+// without the command it says how to install it.
 func runModuleCommand(ctx context.Context, signals <-chan os.Signal, module, command string, args []string, stdout, stderr io.Writer) int {
-	var cmd *exec.Cmd
-	if bin, err := installed(command); err == nil {
-		cmd = exec.Command(bin, args...)
-	} else if dir, derr := moduleDir(module, command); derr == nil {
-		cmd = exec.Command("go", append([]string{"-C", dir, "run", "./cmd/" + command}, absPathFlags(args)...)...)
-	} else {
-		fmt.Fprintf(stderr, "sluice %s: %s is not installed (%v); install it beside sluice or on PATH (from a checkout of github.com/sluicehq/sluice: cd %s && go install ./cmd/%s)\n",
-			module, command, err, module, command)
+	bin, err := installed(command)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice %s: %s is not installed beside sluice or on PATH (%v); install it with\n\n\tgo install github.com/sluicehq/sluice/%s/cmd/%s@latest\n\nor, in a checkout of the repository, run it with go run ./%s/cmd/%s\n",
+			module, command, err, module, command, module, command)
 		return 1
 	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
 	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
@@ -228,43 +225,4 @@ func installed(command string) (string, error) {
 		}
 	}
 	return exec.LookPath(command)
-}
-
-// absPathFlags makes the file arguments of --json, --html, --from-json,
-// --docs and --config absolute: the command runs in its module's directory.
-func absPathFlags(args []string) []string {
-	out := make([]string, len(args))
-	copy(out, args)
-	isPathFlag := func(name string) bool {
-		name = strings.TrimLeft(name, "-")
-		return name == "json" || name == "html" || name == "from-json" || name == "config" || name == "docs"
-	}
-	for i := 0; i < len(out); i++ {
-		name, value, hasValue := strings.Cut(out[i], "=")
-		if !strings.HasPrefix(name, "-") || !isPathFlag(name) {
-			continue
-		}
-		if hasValue {
-			if abs, err := filepath.Abs(value); err == nil {
-				out[i] = name + "=" + abs
-			}
-		} else if i+1 < len(out) {
-			if abs, err := filepath.Abs(out[i+1]); err == nil {
-				out[i+1] = abs
-			}
-			i++
-		}
-	}
-	return out
-}
-
-// moduleDir finds a module of the repository: ./<module> from the
-// repository root, where "go run ./cmd/sluice" is run.
-func moduleDir(module, command string) (string, error) {
-	for _, dir := range []string{module, "../" + module, "../../" + module} {
-		if _, err := os.Stat(filepath.Join(dir, "cmd", command, "main.go")); err == nil {
-			return filepath.Abs(dir)
-		}
-	}
-	return "", fmt.Errorf("the %s module is not here: run it from the repository root (go run ./cmd/sluice %s)", module, module)
 }

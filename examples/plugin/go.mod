@@ -3,7 +3,7 @@ module github.com/sluicehq/sluice/examples/plugin
 go 1.26.0
 
 require (
-	github.com/sluicehq/sluice v0.0.0
+	github.com/sluicehq/sluice v0.1.0
 	github.com/stretchr/testify v1.12.1
 )
 
@@ -25,4 +25,3 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 )
 
-replace github.com/sluicehq/sluice => ../..

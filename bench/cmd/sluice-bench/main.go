@@ -1,6 +1,6 @@
 // Command sluice-bench compares Sluice's algorithms and decorators with
 // other Go rate limiters on the same Redis, scenario by scenario. It is
-// also what `go run ./cmd/sluice bench` runs (from the repository root).
+// run from the repository root as `go run ./bench/cmd/sluice-bench`, or installed.
 //
 //	sluice-bench [--full] [--redis auto|redis://host:port/db] [--duration 1.5s] [--rounds 3]
 //	             [--json FILE] [--html FILE] [--docs DIR] [--scenarios substring] [--subjects substring]
