@@ -129,7 +129,21 @@ func serveEnvoy(s settings.Settings, poll time.Duration, logger *slog.Logger) er
 	closeSvc := sync.OnceValue(svc.Close)
 	defer func() { _ = closeSvc() }()
 
-	servers, err := listenEnvoy(s, svc, registry, logger)
+	grpcOpts := []grpc.ServerOption{
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionAge: s.GRPCMaxConnectionAge, MaxConnectionAgeGrace: s.GRPCMaxConnectionAgeGrace,
+		}),
+		grpc.ChainUnaryInterceptor(svc.UnaryServerInterceptor()),
+	}
+	if s.GRPCServerUseTLS {
+		creds, stopCertWatch, err := grpcServerTLS(s, poll, logger)
+		if err != nil {
+			return err
+		}
+		defer stopCertWatch()
+		grpcOpts = append(grpcOpts, creds)
+	}
+	servers, err := listenEnvoy(s, svc, grpcOpts, registry, logger)
 	if err != nil {
 		return err
 	}
@@ -162,7 +176,7 @@ type envoyServers struct {
 }
 
 // listenEnvoy opens every listener (or none, on error) and serves them.
-func listenEnvoy(s settings.Settings, svc *envoyratelimit.Service, registry *prometheus.Registry, logger *slog.Logger) (*envoyServers, error) {
+func listenEnvoy(s settings.Settings, svc *envoyratelimit.Service, grpcOpts []grpc.ServerOption, registry *prometheus.Registry, logger *slog.Logger) (*envoyServers, error) {
 	type listener struct {
 		what string
 		l    net.Listener
@@ -199,9 +213,7 @@ func listenEnvoy(s settings.Settings, svc *envoyratelimit.Service, registry *pro
 
 	e := &envoyServers{health: newEnvoyHealth(s.HealthyWithAtLeastOneConfigLoaded)}
 	e.health.configLoaded(svc.Loaded())
-	e.grpc = grpc.NewServer(grpc.KeepaliveParams(keepalive.ServerParameters{
-		MaxConnectionAge: s.GRPCMaxConnectionAge, MaxConnectionAgeGrace: s.GRPCMaxConnectionAgeGrace,
-	}), grpc.ChainUnaryInterceptor(svc.UnaryServerInterceptor()))
+	e.grpc = grpc.NewServer(grpcOpts...)
 	rlsv3.RegisterRateLimitServiceServer(e.grpc, svc)
 	healthpb.RegisterHealthServer(e.grpc, e.health.grpc)
 	go func() { _ = e.grpc.Serve(ls[0].l) }()

@@ -36,6 +36,12 @@ type Settings struct {
 	GRPCPort  int    // GRPC_PORT
 	GRPCUDS   string // GRPC_UDS: a unix socket for gRPC instead of GRPC_HOST:GRPC_PORT
 
+	GRPCServerUseTLS    bool   // GRPC_SERVER_USE_TLS
+	GRPCServerTLSCert   string // GRPC_SERVER_TLS_CERT
+	GRPCServerTLSKey    string // GRPC_SERVER_TLS_KEY
+	GRPCClientTLSCACert string // GRPC_CLIENT_TLS_CACERT
+	GRPCClientTLSSAN    string // GRPC_CLIENT_TLS_SAN
+
 	GRPCMaxConnectionAge      time.Duration // GRPC_MAX_CONNECTION_AGE
 	GRPCMaxConnectionAgeGrace time.Duration // GRPC_MAX_CONNECTION_AGE_GRACE
 

@@ -105,7 +105,7 @@ func TestRefusals(t *testing.T) {
 		{"REDIS_PERSECOND=true", "per-second"},
 		{"QUOTA_MODE=true", "quota mode"},
 		{"TRACING_ENABLED=true", "tracing"},
-		{"GRPC_SERVER_USE_TLS=true", "TLS"},
+		{"GRPC_SERVER_USE_TLS=maybe", "not a boolean"},
 		{"LOCAL_CACHE_SIZE_IN_BYTES=1048576", "local over-limit cache"},
 		{"LOCAL_CACHE_SIZE_IN_BYTES=-1", "local over-limit cache"},
 		{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true", "not supported"},
