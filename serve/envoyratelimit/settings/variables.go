@@ -53,7 +53,7 @@ var serverVariables = []Variable{
 		parse: str(func(s *Settings) *string { return &s.Host })},
 	{Name: "PORT", Default: "8080", Supported: Honoured,
 		parse: port(func(s *Settings) *int { return &s.Port })},
-	{Name: "DEBUG_HOST", Default: "0.0.0.0", Supported: Honoured, Note: "debug listener: /debug/pprof/, /stats, /rlconfig",
+	{Name: "DEBUG_HOST", Default: "0.0.0.0", Supported: Honoured, Note: "debug listener: /debug/pprof/, /stats (no /rlconfig)",
 		parse: str(func(s *Settings) *string { return &s.DebugHost })},
 	{Name: "DEBUG_PORT", Default: "6070", Supported: Honoured,
 		parse: port(func(s *Settings) *int { return &s.DebugPort })},
@@ -164,7 +164,7 @@ var serverVariables = []Variable{
 	{Name: "LIMIT_RESET_HEADER", Default: "RateLimit-Reset", Supported: Honoured,
 		parse: str(func(s *Settings) *string { return &s.ResetHeader })},
 	{Name: "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", Default: "false", Supported: Honoured,
-		Note:  "Sluice serves only once a configuration is loaded, so it is healthy from the start either way",
+		Note:  "healthy only while the configuration in force (the last that loaded) has a domain",
 		parse: boolean(func(s *Settings) *bool { return &s.HealthyWithAtLeastOneConfigLoaded })},
 }
 
