@@ -332,3 +332,17 @@ func TestEnvoyModeOnRedis(t *testing.T) {
 	_, code := limitOf(t, b, "u1")
 	require.Equal(t, rlsv3.RateLimitResponse_OVER_LIMIT, code, "the other process counts on the same key")
 }
+
+// TestEnvoyModeHealthyWithAtLeastOneConfigLoaded: with
+// HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED, an empty directory serves
+// unhealthy until a file with a domain loads.
+func TestEnvoyModeHealthyWithAtLeastOneConfigLoaded(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "ratelimit", "config")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	p := startEnvoy(t, "RUNTIME_ROOT="+base, "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED=true")
+	code, _ := httpDo(t, "GET", p.http+"/healthcheck", "")
+	require.Equal(t, 500, code, "no domain loaded")
+	writeFile(t, filepath.Join(dir, "limits.yaml"), limits(2))
+	require.Eventually(t, func() bool { code, _ := httpDo(t, "GET", p.http+"/healthcheck", ""); return code == 200 }, 20*time.Second, 10*time.Millisecond, p.logs())
+}
