@@ -69,7 +69,7 @@ func TestParseOverlayRefuses(t *testing.T) {
 		{"fraction", "rules:\n  a:\n    burst: 2.5\n", `"a": burst:`},
 		{"no fields", "rules:\n  a: {}\n", `"a" (line 2): give a mapping of stack fields`},
 		{"a scalar entry", "rules:\n  a: gcra\n", `"a" (line 2): give a mapping`},
-		{"twice", "rules:\n  a: {burst: 1}\n  a: {burst: 2}\n", `mapping key "a" already defined`},
+		{"twice", "rules:\n  a: {burst: 1}\n  a: {burst: 2}\n", `"a" (line 3): given twice`},
 		{"two documents", "rules:\n  a: {burst: 1}\n---\nrules: {}\n", "more than one document"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
