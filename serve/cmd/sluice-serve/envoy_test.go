@@ -346,3 +346,17 @@ func TestEnvoyModeHealthyWithAtLeastOneConfigLoaded(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "limits.yaml"), limits(2))
 	require.Eventually(t, func() bool { code, _ := httpDo(t, "GET", p.http+"/healthcheck", ""); return code == 200 }, 20*time.Second, 10*time.Millisecond, p.logs())
 }
+
+// TestEnvoyModeLogs: LOG_FORMAT=json writes JSON lines, LOG_LEVEL=warn
+// (the default) leaves out the info ones.
+func TestEnvoyModeLogs(t *testing.T) {
+	_, env := runtimeEnv(t, limits(2))
+	p := launchEnvoy(t, append(env, "LOG_FORMAT=json", "LOG_LEVEL=warn")...)
+	require.Eventually(t, func() bool { return strings.Contains(p.logs(), `"msg":"sluice-serve: listening"`) }, 20*time.Second, 10*time.Millisecond, p.logs())
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.wait(t), p.logs())
+	for _, line := range strings.Split(strings.TrimSpace(p.logs()), "\n") {
+		require.True(t, strings.HasPrefix(line, "{"), "not a JSON line: %s", line)
+		require.NotContains(t, line, `"level":"INFO"`)
+	}
+}
