@@ -20,8 +20,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
-	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
 var envoyListening = regexp.MustCompile(`msg="sluice-serve: listening" grpc=(\S+) http=(\S+) debug=(\S+)(?: prometheus=(\S+))?`)
@@ -315,22 +313,6 @@ func TestEnvoyModeGRPCOnAUnixSocket(t *testing.T) {
 	limit, code := limitOf(t, p, "u1")
 	require.Equal(t, uint32(2), limit)
 	require.Equal(t, rlsv3.RateLimitResponse_OK, code)
-}
-
-// TestEnvoyModeOnRedis: two processes on one redis-server, from
-// REDIS_SOCKET_TYPE and REDIS_URL, keep one limit.
-func TestEnvoyModeOnRedis(t *testing.T) {
-	server := redistest.StartRedis(t)
-	_, env := runtimeEnv(t, limits(2))
-	env = append(env, "REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+server.Addr())
-	a, b := startEnvoy(t, env...), startEnvoy(t, env...)
-	require.Contains(t, a.logs(), "sluice-serve: on Redis")
-	for _, want := range []rlsv3.RateLimitResponse_Code{rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OK} {
-		_, code := limitOf(t, a, "u1")
-		require.Equal(t, want, code)
-	}
-	_, code := limitOf(t, b, "u1")
-	require.Equal(t, rlsv3.RateLimitResponse_OVER_LIMIT, code, "the other process counts on the same key")
 }
 
 // TestEnvoyModeHealthyWithAtLeastOneConfigLoaded: with

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -12,6 +13,49 @@ import (
 
 	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
+
+// TestEnvoyModeOnRedis: two processes on one redis-server, from
+// REDIS_SOCKET_TYPE and REDIS_URL, keep one limit.
+func TestEnvoyModeOnRedis(t *testing.T) {
+	server := redistest.StartRedis(t)
+	_, env := runtimeEnv(t, limits(2))
+	env = append(env, "REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+server.Addr())
+	a, b := startEnvoy(t, env...), startEnvoy(t, env...)
+	require.Contains(t, a.logs(), "sluice-serve: on Redis")
+	for _, want := range []rlsv3.RateLimitResponse_Code{rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OK} {
+		_, code := limitOf(t, a, "u1")
+		require.Equal(t, want, code)
+	}
+	_, code := limitOf(t, b, "u1")
+	require.Equal(t, rlsv3.RateLimitResponse_OVER_LIMIT, code, "the other process counts on the same key")
+}
+
+// TestEnvoyModeOnARedisCluster: REDIS_TYPE=cluster (any case) with
+// comma-separated seed nodes.
+func TestEnvoyModeOnARedisCluster(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3)
+	_, env := runtimeEnv(t, limits(2))
+	p := startEnvoy(t, append(env, "REDIS_SOCKET_TYPE=tcp", "REDIS_TYPE=Cluster", "REDIS_URL="+strings.Join(cluster.Addrs()[:2], ","))...)
+	require.Contains(t, p.logs(), "sluice-serve: on Redis")
+	for _, want := range []rlsv3.RateLimitResponse_Code{rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT} {
+		_, code := limitOf(t, p, "u1")
+		require.Equal(t, want, code)
+	}
+}
+
+// TestEnvoyModeOnSentinel: REDIS_TYPE=sentinel, REDIS_URL the master's
+// name then the sentinels.
+func TestEnvoyModeOnSentinel(t *testing.T) {
+	group := redistest.StartSentinelGroup(t)
+	_, env := runtimeEnv(t, limits(2))
+	url := redistest.SentinelMaster + "," + strings.Join(group.SentinelAddrs(), ",")
+	p := startEnvoy(t, append(env, "REDIS_SOCKET_TYPE=tcp", "REDIS_TYPE=SENTINEL", "REDIS_URL="+url)...)
+	require.Contains(t, p.logs(), "sluice-serve: on Redis")
+	for _, want := range []rlsv3.RateLimitResponse_Code{rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT} {
+		_, code := limitOf(t, p, "u1")
+		require.Equal(t, want, code)
+	}
+}
 
 // TestEnvoyModeOnRedisOverTLS: REDIS_TLS with REDIS_TLS_CACERT and a
 // client certificate (REDIS_TLS_CLIENT_CERT, REDIS_TLS_CLIENT_KEY) reaches
