@@ -220,9 +220,14 @@ func listenEnvoy(s settings.Settings, svc *envoyratelimit.Service, grpcOpts []gr
 
 	handlers := []http.Handler{mainMux(e.health, svc, logger), debugMux()}
 	if s.PrometheusEnabled() {
-		mux := http.NewServeMux()
-		mux.Handle(s.PrometheusPath, promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
-		handlers = append(handlers, mux)
+		metrics := promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
+		handlers = append(handlers, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != s.PrometheusPath {
+				http.NotFound(w, r)
+				return
+			}
+			metrics.ServeHTTP(w, r)
+		}))
 	}
 	attrs := []any{"grpc", ls[0].l.Addr().String()}
 	for i, h := range handlers {

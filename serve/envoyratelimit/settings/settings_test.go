@@ -85,6 +85,9 @@ func TestValuesAreParsedAsEnvconfigDoes(t *testing.T) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
+	if s, err := FromEnv([]string{"PROMETHEUS_ADDR=", "PROMETHEUS_PATH="}); err != nil || s.PrometheusAddr != ":9090" || s.PrometheusPath != "/metrics" {
+		t.Errorf("empty PROMETHEUS_ADDR and PROMETHEUS_PATH: %q, %q, %v; want the defaults, as theirs", s.PrometheusAddr, s.PrometheusPath, err)
+	}
 	if s, err := FromEnv([]string{"USE_PROMETHEUS=true", "DISABLE_STATS=true"}); err != nil || s.PrometheusEnabled() {
 		t.Errorf("DISABLE_STATS=true: PrometheusEnabled %v, %v; want false: it wins, as in theirs", s.PrometheusEnabled(), err)
 	}
@@ -128,6 +131,7 @@ func TestRefusals(t *testing.T) {
 		{"REDIS_TYPE=replicated", "not one of single, sentinel, cluster"},
 		{"REDIS_SOCKET_TYPE=udp", "not one of tcp, unix"},
 		{"LOG_LEVEL=loud", "not a log level"},
+		{"PROMETHEUS_PATH=metrics", "not a path"},
 		{"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION=sure", "not a boolean"},
 		{"EXPIRATION_JITTER_MAX_SECONDS=soon", "not an integer"},
 		{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS=a", "invalid map item"},

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -121,10 +122,10 @@ var serverVariables = []Variable{
 	{Name: "USE_PROMETHEUS", Default: "false", Supported: Honoured,
 		Note:  "accepted with USE_STATSD unset (theirs then refuses two sinks)",
 		parse: boolean(func(s *Settings) *bool { return &s.UsePrometheus })},
-	{Name: "PROMETHEUS_ADDR", Default: ":9090", Supported: Honoured,
-		parse: str(func(s *Settings) *string { return &s.PrometheusAddr })},
-	{Name: "PROMETHEUS_PATH", Default: "/metrics", Supported: Honoured,
-		parse: str(func(s *Settings) *string { return &s.PrometheusPath })},
+	{Name: "PROMETHEUS_ADDR", Default: ":9090", Supported: Honoured, Note: `"" is ":9090", as in theirs`,
+		parse: orDefault(":9090", func(s *Settings) *string { return &s.PrometheusAddr })},
+	{Name: "PROMETHEUS_PATH", Default: "/metrics", Supported: Honoured, Note: `the one path served; "" is "/metrics", as in theirs`,
+		parse: prometheusPath},
 	{Name: "PROMETHEUS_MAPPER_YAML", Supported: Refused, Refuses: "any non-empty path",
 		Note:   "a statsd-exporter mapping of the metric names is not supported",
 		refuse: refuseNonEmpty("a mapping of the metric names is not supported")},
@@ -177,6 +178,28 @@ func nearLimitRatio(s *Settings, v string) error {
 		return errors.New("negative: want 0 to 1 (above 1, no hit counts as near the limit)")
 	}
 	s.NearLimitRatio = float32(f)
+	return nil
+}
+
+// orDefault stores v, or def when v is empty.
+func orDefault(def string, field func(*Settings) *string) parser {
+	return func(s *Settings, v string) error {
+		if v == "" {
+			v = def
+		}
+		*field(s) = v
+		return nil
+	}
+}
+
+func prometheusPath(s *Settings, v string) error {
+	if v == "" {
+		v = "/metrics"
+	}
+	if !strings.HasPrefix(v, "/") {
+		return errors.New(`not a path: want it to start with "/"`)
+	}
+	s.PrometheusPath = v
 	return nil
 }
 
