@@ -1,0 +1,172 @@
+package harness
+
+// This file finds the two binaries of the serve scenarios' process
+// subjects: envoyproxy/ratelimit, installed as a Go module into the cache
+// directory serve/envoydiff installs it into (so that both share one
+// binary), and sluice-serve, built from the workspace the benchmark runs
+// in or found beside sluice-bench or on the PATH.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// The envoyproxy/ratelimit the serve scenarios run: its service command at
+// the commit issue 26 names (3fb702589d36), as serve/envoydiff installs it.
+const (
+	envoyProxyModule  = "github.com/envoyproxy/ratelimit/src/service_cmd"
+	envoyProxyVersion = "v1.4.1-0.20260122083618-3fb702589d36"
+)
+
+// sluiceServePackage is the command built from the workspace.
+const sluiceServePackage = "github.com/sluicehq/sluice/serve/cmd/sluice-serve"
+
+var (
+	envoyProxyOnce sync.Once
+	envoyProxyPath string
+	envoyProxyErr  error
+
+	sluiceServeOnce sync.Once
+	sluiceServePath string
+	sluiceServeErr  error
+)
+
+// envoyProxyBinary returns envoyproxy/ratelimit's service command,
+// installed on first use (see installEnvoyProxy) and reused by this
+// process.
+func envoyProxyBinary() (string, error) {
+	envoyProxyOnce.Do(func() {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			envoyProxyErr = fmt.Errorf("no user cache directory: %w", err)
+			return
+		}
+		envoyProxyPath, envoyProxyErr = installEnvoyProxy(cache)
+	})
+	return envoyProxyPath, envoyProxyErr
+}
+
+// installEnvoyProxy returns cache/sluice/envoydiff/<version>/service_cmd,
+// running go install of envoyProxyModule at envoyProxyVersion into it when
+// it is not there yet (about 100 s, and it needs the module proxy). The
+// binary is installed into a directory of this call's own and renamed into
+// place, so that a concurrent install, or one killed half-way, never
+// leaves a partial binary at the path.
+func installEnvoyProxy(cache string) (string, error) {
+	dir := filepath.Join(cache, "sluice", "envoydiff", envoyProxyVersion)
+	bin := filepath.Join(dir, "service_cmd")
+	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	gobin, err := os.MkdirTemp(dir, "install-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(gobin)
+	cmd := exec.Command("go", "install", envoyProxyModule+"@"+envoyProxyVersion)
+	cmd.Dir = gobin // outside any module or workspace
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go install %s@%s: %w: %s", envoyProxyModule, envoyProxyVersion, err, lastLines(string(out), 5))
+	}
+	if err := os.Rename(filepath.Join(gobin, "service_cmd"), bin); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// sluiceServeBinary returns the sluice-serve the serve scenarios run, found
+// once per process (see findSluiceServe).
+func sluiceServeBinary() (string, error) {
+	sluiceServeOnce.Do(func() {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			sluiceServeErr = fmt.Errorf("no user cache directory: %w", err)
+			return
+		}
+		self, _ := os.Executable()
+		sluiceServePath, sluiceServeErr = findSluiceServe(cache, self)
+	})
+	return sluiceServePath, sluiceServeErr
+}
+
+// findSluiceServe builds sluice-serve with go build when the benchmark
+// runs inside a Go workspace (the repository's checkout: `go run
+// ./bench/cmd/sluice-bench`, or its tests), into cache/sluice/bench/, so
+// that the scenarios measure the checkout's server; otherwise (an
+// installed sluice-bench) it takes the sluice-serve beside self, the
+// running executable, or on the PATH.
+func findSluiceServe(cache, self string) (string, error) {
+	var whyNotBuilt string
+	out, err := exec.Command("go", "env", "GOWORK").Output()
+	switch work := strings.TrimSpace(string(out)); {
+	case err != nil:
+		whyNotBuilt = fmt.Sprintf("go env GOWORK: %v", err)
+	case work == "" || work == "off":
+		whyNotBuilt = "not inside a Go workspace (the repository's checkout)"
+	default:
+		return buildSluiceServe(filepath.Join(cache, "sluice", "bench"))
+	}
+	if self != "" {
+		beside := filepath.Join(filepath.Dir(self), "sluice-serve")
+		if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return beside, nil
+		}
+	}
+	if path, err := exec.LookPath("sluice-serve"); err == nil {
+		return filepath.Abs(path)
+	}
+	return "", fmt.Errorf("sluice-serve was not built (%s) and is neither beside sluice-bench nor on the PATH: go install %s", whyNotBuilt, sluiceServePackage)
+}
+
+// buildSluiceServe runs go build of sluice-serve in the current directory's
+// workspace into dir/sluice-serve (written whole, by a rename).
+func buildSluiceServe(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	built := filepath.Join(tmp, "sluice-serve")
+	if out, err := exec.Command("go", "build", "-o", built, sluiceServePackage).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w: %s", sluiceServePackage, err, lastLines(string(out), 5))
+	}
+	bin := filepath.Join(dir, "sluice-serve")
+	if err := os.Rename(built, bin); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// lastLines returns the last n non-empty lines of s, joined by " | ".
+func lastLines(s string, n int) string {
+	var lines []string
+	for line := range strings.SplitSeq(s, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 0 {
+		return "no output"
+	}
+	return strings.Join(lines, " | ")
+}
+
+// errNoRedisServer is why the process subjects do not run on the embedded
+// store.
+var errNoRedisServer = errors.New("skipped: needs a real redis-server (--redis auto or --redis URL), " +
+	"which the service process connects to; the embedded store serves this benchmark only")
