@@ -126,3 +126,37 @@ descriptors:
 		t.Fatalf("the token bucket admitted %d, want 100 plus what refilled in 1.5 s (at most 103)", bucket)
 	}
 }
+
+// TestReloadOverlay: a reload takes the files and a new overlay together,
+// or neither: an overlay naming no rule is refused and the stacks in force
+// are kept.
+func TestReloadOverlay(t *testing.T) {
+	f := newFixture(t, Options{})
+	codes := func() string {
+		var got []string
+		for range 11 {
+			got = append(got, f.call(t, req("api", d("per_min", "y"))).GetStatuses()[0].GetCode().String())
+		}
+		return strings.Join(got, ",")
+	}
+	if got := codes(); strings.Count(got, "OVER_LIMIT") != 1 {
+		t.Fatalf("the fixed window of 10 per minute: %s", got)
+	}
+	err := f.svc.ReloadOverlay(apiFiles(t), map[string]stack.Spec{"nobody": {Algorithm: "gcra"}})
+	if err == nil || !strings.Contains(err.Error(), `overlay "nobody": no rule`) {
+		t.Fatalf("an overlay of no rule: %v", err)
+	}
+	if err := f.svc.ReloadOverlay(apiFiles(t), map[string]stack.Spec{"api.per_min": {Algorithm: "tokenbucket", Burst: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := codes(); !strings.HasPrefix(got, "OK,OK,OVER_LIMIT") {
+		t.Fatalf("after the overlay, a token bucket of burst 2 on a key of its own: %s", got)
+	}
+	// A plain Reload keeps the overlay in force.
+	if err := f.svc.Reload(apiFiles(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.call(t, req("api", d("per_min", "z"))).GetStatuses()[0].GetLimitRemaining(); got != 1 {
+		t.Fatalf("after Reload, remaining %d, want 1 (the overlay's burst of 2, less this request)", got)
+	}
+}

@@ -117,7 +117,7 @@ func New(files []config.File, store sluice.Store, opts Options) (*Service, error
 	if s.clock == nil {
 		s.clock = sluice.SystemClock{}
 	}
-	st, err := s.build(files)
+	st, err := s.build(files, opts.Overlay)
 	if err != nil {
 		return nil, err
 	}
@@ -140,10 +140,27 @@ func New(files []config.File, store sluice.Store, opts Options) (*Service, error
 func (s *Service) Reload(files []config.File) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.reload(files, s.opts.Overlay)
+}
+
+// ReloadOverlay is [Service.Reload] with overlay (nil: none) in place of
+// Options.Overlay: the files and the overlay are taken together or not at
+// all.
+func (s *Service) ReloadOverlay(files []config.File, overlay map[string]stack.Spec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reload(files, overlay); err != nil {
+		return err
+	}
+	s.opts.Overlay = overlay
+	return nil
+}
+
+func (s *Service) reload(files []config.File, overlay map[string]stack.Spec) error {
 	if s.closed {
 		return errors.New("envoyratelimit: reload after Close")
 	}
-	st, err := s.build(files)
+	st, err := s.build(files, overlay)
 	if err != nil {
 		s.metrics.loadError.Inc()
 		s.logger.Error("envoyratelimit: the new configuration was not loaded; the previous one stays in force", "error", err)
@@ -222,8 +239,9 @@ func (s *Service) acquire() *state {
 	}
 }
 
-// build loads files and builds a stack for every rule that counts.
-func (s *Service) build(files []config.File) (*state, error) {
+// build loads files and builds a stack for every rule that counts, each
+// as overlay chooses.
+func (s *Service) build(files []config.File, overlay map[string]stack.Spec) (*state, error) {
 	cfg, err := config.Load(files, s.opts.MergeDomainConfig)
 	if err != nil {
 		return nil, err
@@ -235,7 +253,7 @@ func (s *Service) build(files []config.File) (*state, error) {
 	}
 	used := map[string]bool{}
 	for _, r := range cfg.Rules() {
-		spec, named, err := s.specOf(r, used)
+		spec, named, err := specOf(r, overlay, used)
 		if err != nil {
 			return fail(err)
 		}
@@ -248,7 +266,7 @@ func (s *Service) build(files []config.File) (*state, error) {
 		}
 		st.stacks[r.Key] = b
 	}
-	for k := range s.opts.Overlay {
+	for k := range overlay {
 		if !used[k] {
 			return fail(fmt.Errorf("envoyratelimit: overlay %q: no rule has this name or stat key", k))
 		}
@@ -273,10 +291,10 @@ func describeRule(r config.Rule, overlay string) string {
 // specOf is rule r's stack: the overlay's entry for its name or key, its
 // zero rate and period filled in, or the fixed window of the rule. named
 // is the overlay entry used ("" for none).
-func (s *Service) specOf(r config.Rule, used map[string]bool) (spec stack.Spec, named string, err error) {
+func specOf(r config.Rule, overlay map[string]stack.Spec, used map[string]bool) (spec stack.Spec, named string, err error) {
 	spec = stack.Spec{Algorithm: "fixedwindow", Rate: stack.Int(r.RequestsPerUnit), Period: stack.Duration(config.Period(r.Unit))}
 	for _, k := range []string{r.Name, r.Key} {
-		o, ok := s.opts.Overlay[k]
+		o, ok := overlay[k]
 		if k == "" || !ok {
 			continue
 		}

@@ -27,11 +27,19 @@ import (
 	"github.com/sluicehq/sluice/serve/envoyratelimit"
 	"github.com/sluicehq/sluice/serve/envoyratelimit/config"
 	"github.com/sluicehq/sluice/serve/envoyratelimit/settings"
+	"github.com/sluicehq/sluice/stack"
 )
 
 // envoyPollEnv, when set to a duration, replaces the runtime directory's
 // poll interval (1s): for tests.
 const envoyPollEnv = "SLUICE_SERVE_RUNTIME_POLL"
+
+// overlayEnv names an overlay file (envoyratelimit.ParseOverlay): Sluice's
+// algorithm and decorators for rules of the configuration, by rule name or
+// stat key, while the configuration's YAML stays envoyproxy/ratelimit's.
+// It is read at start and at every reload, and a change of its content
+// reloads (within the poll interval).
+const overlayEnv = "SLUICE_OVERLAY"
 
 // runEnvoy is sluice-serve started with no arguments: envoyproxy/ratelimit's
 // service, configured by its environment (package settings) and its
@@ -53,12 +61,21 @@ func runEnvoy(environ []string, stderr io.Writer) int {
 			}
 		}
 	}
+	var overlayPath string
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, overlayEnv+"="); ok {
+			if overlayPath = v; v == "" {
+				fmt.Fprintf(stderr, "sluice-serve: %s is set and empty: give the overlay file's path, or unset it\n", overlayEnv)
+				return 2
+			}
+		}
+	}
 	opts := &slog.HandlerOptions{Level: s.Level()}
 	var handler slog.Handler = slog.NewTextHandler(stderr, opts)
 	if s.JSONLogs() {
 		handler = slog.NewJSONHandler(stderr, opts)
 	}
-	if err := serveEnvoy(s, poll, slog.New(handler)); err != nil {
+	if err := serveEnvoy(s, poll, overlayPath, slog.New(handler)); err != nil {
 		fmt.Fprintf(stderr, "sluice-serve: %v\n", err)
 		return 1
 	}
@@ -68,11 +85,12 @@ func runEnvoy(environ []string, stderr io.Writer) int {
 // envoyReloader reloads the runtime directory into the service, one
 // reload at a time, all or nothing.
 type envoyReloader struct {
-	mu     sync.Mutex
-	s      settings.Settings
-	svc    *envoyratelimit.Service
-	health *envoyHealth
-	logger *slog.Logger
+	mu      sync.Mutex
+	s       settings.Settings
+	overlay string // the overlay file's path, "" for none
+	svc     *envoyratelimit.Service
+	health  *envoyHealth
+	logger  *slog.Logger
 }
 
 func (r *envoyReloader) reload(on string) {
@@ -84,14 +102,35 @@ func (r *envoyReloader) reload(on string) {
 		r.logger.Error("sluice-serve: the configuration directory cannot be read; the configuration in force is kept", "dir", dir, "on", on, "err", err)
 		return
 	}
-	if err := r.svc.Reload(files); err != nil {
+	overlay, err := readOverlay(r.overlay)
+	if err != nil {
+		r.logger.Error("sluice-serve: the overlay is refused; the configuration in force is kept", "on", on, "err", err)
+		return
+	}
+	if err := r.svc.ReloadOverlay(files, overlay); err != nil {
 		return // logged by the service, which keeps the configuration in force
 	}
 	r.health.configLoaded(r.svc.Loaded())
 	r.logger.Info("sluice-serve: reloaded", "dir", dir, "on", on, "files", len(files))
 }
 
-func serveEnvoy(s settings.Settings, poll time.Duration, logger *slog.Logger) error {
+// readOverlay reads and parses the overlay file at path; "" is none.
+func readOverlay(path string) (map[string]stack.Spec, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", overlayEnv, err)
+	}
+	overlay, err := envoyratelimit.ParseOverlay(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", overlayEnv, path, err)
+	}
+	return overlay, nil
+}
+
+func serveEnvoy(s settings.Settings, poll time.Duration, overlayPath string, logger *slog.Logger) error {
 	// Caught from the start: a signal sent as soon as the listeners are
 	// announced must not find the default action (exit) in place.
 	signals := make(chan os.Signal, 1)
@@ -102,6 +141,10 @@ func serveEnvoy(s settings.Settings, poll time.Duration, logger *slog.Logger) er
 	files, err := config.ReadDir(dir, s.RuntimeIgnoreDotFiles)
 	if err != nil {
 		return fmt.Errorf("the configuration directory (RUNTIME_ROOT, RUNTIME_SUBDIRECTORY, RUNTIME_APPDIRECTORY): %w", err)
+	}
+	overlay, err := readOverlay(overlayPath)
+	if err != nil {
+		return err
 	}
 	store, closeStore, err := openEnvoyStore(context.Background(), s, logger)
 	if err != nil {
@@ -121,7 +164,7 @@ func serveEnvoy(s settings.Settings, poll time.Duration, logger *slog.Logger) er
 		MergeDomainConfig: s.MergeDomainConfig, ShadowMode: s.ShadowMode, NearLimitRatio: nearLimit,
 		CacheKeyPrefix: s.CacheKeyPrefix, ResponseHeaders: s.ResponseHeadersEnabled,
 		LimitHeader: s.LimitHeader, RemainingHeader: s.RemainingHeader, ResetHeader: s.ResetHeader,
-		Registerer: registry, Logger: logger,
+		Registerer: registry, Logger: logger, Overlay: overlay,
 	})
 	if err != nil {
 		return fmt.Errorf("the configuration in %s does not load: %w", dir, err)
@@ -147,8 +190,12 @@ func serveEnvoy(s settings.Settings, poll time.Duration, logger *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	reloader := &envoyReloader{s: s, svc: svc, health: servers.health, logger: logger}
+	reloader := &envoyReloader{s: s, overlay: overlayPath, svc: svc, health: servers.health, logger: logger}
 	stopPoll := pollRuntime(newRuntimeWatch(s), poll, func() { reloader.reload("runtime change") })
+	stopOverlayPoll := func() {}
+	if overlayPath != "" {
+		stopOverlayPoll = pollRuntime(newContentWatch(overlayPath), poll, func() { reloader.reload("overlay change") })
+	}
 
 	var sig os.Signal
 	for sig = range signals {
@@ -160,6 +207,7 @@ func serveEnvoy(s settings.Settings, poll time.Duration, logger *slog.Logger) er
 	signal.Stop(signals)
 	logger.Info("sluice-serve: shutting down: draining the calls in flight", "signal", sig.String())
 	stopPoll()
+	stopOverlayPoll()
 	servers.drain(10 * time.Second)
 	if err := closeSvc(); err != nil {
 		return fmt.Errorf("closing the service: %w", err)

@@ -128,7 +128,7 @@ func written(was, now os.FileInfo) bool {
 // pollRuntime calls reload each time w reports a change, checking every
 // interval, until the returned func is called (which waits for a reload
 // in progress).
-func pollRuntime(w *runtimeWatch, interval time.Duration, reload func()) (stop func()) {
+func pollRuntime(w interface{ changed() bool }, interval time.Duration, reload func()) (stop func()) {
 	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
