@@ -3,17 +3,20 @@
 //
 // Started with no arguments, it is a drop-in for envoyproxy/ratelimit:
 // configured by that service's environment variables and runtime directory
-// (see envoy.go and package envoyratelimit/settings).
+// (see envoy.go and package envoyratelimit/settings), with SLUICE_OVERLAY
+// naming an optional overlay file of Sluice's algorithms.
 //
 // Started with flags, it decides by the policies of one file (package
 // serve). From the repository root:
 //
-//	go run ./cmd/sluice serve --config serve/policies.example.yaml
+//	go run ./serve/cmd/sluice-serve --config serve/policies.example.yaml
 //
 // Flags:
 //
 //	--config FILE   the policy file (required)
-//	--redis URL     redis://host:port/db to share the limits between servers;
+//	--redis URL     the Redis that servers share the limits on: redis://host:port/db,
+//	                rediss://, unix:///path, redis+cluster://host:port,host:port or
+//	                redis+sentinel://host:port,host:port/master (package redisconn);
 //	                "auto" starts a throwaway redis-server; empty: the embedded store
 //	--grpc ADDR     the rate-limit service's address (default 127.0.0.1:8081)
 //	--http ADDR     /v1/allow, /healthz, /readyz, /metrics (default 127.0.0.1:8080)
@@ -69,7 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs := flag.NewFlagSet("sluice serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.config, "config", "", "the policy file (required)")
-	fs.StringVar(&f.redis, "redis", "", `redis://host:port/db, or "auto" to start a redis-server; empty: the embedded store`)
+	fs.StringVar(&f.redis, "redis", "", `redis://host:port/db, rediss://, unix:///path, redis+cluster://host:port,host:port or redis+sentinel://host:port,host:port/master; "auto" starts a redis-server; empty: the embedded store`)
 	fs.StringVar(&f.grpcAddr, "grpc", "127.0.0.1:8081", "address of the Envoy rate-limit service (gRPC)")
 	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "address of /v1/allow, /healthz, /readyz and /metrics")
 	fs.DurationVar(&f.watch, "watch", time.Second, "how often to read the policy file and reload it when it changed (0: only on SIGHUP)")
