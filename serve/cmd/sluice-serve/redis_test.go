@@ -47,3 +47,21 @@ func TestOnARedisCluster(t *testing.T) {
 	t.Logf("%d users' buckets to reach the %d primaries", users, len(cluster.Nodes))
 	require.True(t, everyPrimary(), "buckets on every primary")
 }
+
+// TestOnSentinel: sluice-serve --redis redis+sentinel://.../master decides
+// on the primary the sentinels monitor: a descriptor's bucket counts down,
+// and its key is on that primary.
+func TestOnSentinel(t *testing.T) {
+	group := redistest.StartSentinelGroup(t)
+	url := "redis+sentinel://" + strings.Join(group.SentinelAddrs(), ",") + "/" + redistest.SentinelMaster
+	p := start(t, "domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: 3, period: 1h}\n", "--redis", url)
+	require.Contains(t, p.logs(), `msg="sluice serve: on Redis" redis=`+url)
+	for _, want := range []rlsv3.RateLimitResponse_Code{rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT} {
+		resp, err := ask(p, "user", "u1")
+		require.NoError(t, err)
+		require.Equal(t, want, resp.GetOverallCode())
+	}
+	n, err := group.Primary.Do("DBSIZE")
+	require.NoError(t, err)
+	require.Equal(t, "1", n, "the bucket is on the primary the sentinels name")
+}
