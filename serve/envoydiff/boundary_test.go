@@ -5,6 +5,9 @@ package envoydiff_test
 import (
 	"context"
 	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,10 +66,10 @@ func burst(t *testing.T, services []*service, value string, n int) []int {
 // acrossBoundary waits until one second before the next minute boundary
 // (at most a minute), sends 100 requests to each service before the
 // boundary and 100 after it, and returns what each admitted before and
-// after. A first burst that does not end before the boundary (a loaded
-// machine) is tried again at the next minute, with a new client, up to
-// three times.
-func acrossBoundary(t *testing.T, services []*service) (before, after []int) {
+// after, and the time from the first request sent to the last answered. A
+// first burst that does not end before the boundary (a loaded machine) is
+// tried again at the next minute, with a new client, up to three times.
+func acrossBoundary(t *testing.T, services []*service) (before, after []int, took time.Duration) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		now := time.Now()
@@ -75,6 +78,7 @@ func acrossBoundary(t *testing.T, services []*service) (before, after []int) {
 			boundary = boundary.Add(time.Minute)
 		}
 		time.Sleep(time.Until(boundary.Add(-time.Second)))
+		start := time.Now()
 		value := fmt.Sprintf("c%d", attempt)
 		before = burst(t, services, value, 100)
 		if late := time.Since(boundary); late >= 0 {
@@ -86,21 +90,46 @@ func acrossBoundary(t *testing.T, services []*service) (before, after []int) {
 		}
 		time.Sleep(time.Until(boundary.Add(50 * time.Millisecond)))
 		after = burst(t, services, value, 100)
-		t.Logf("across %s: admitted %v before the boundary, %v after, in %s", boundary.Format("15:04:05"), before, after, time.Since(boundary.Add(-time.Second)).Round(time.Millisecond))
-		return before, after
+		took = time.Since(start)
+		t.Logf("across %s: admitted %v before the boundary, %v after, in %s", boundary.Format("15:04:05"), before, after, took.Round(time.Millisecond))
+		return before, after, took
 	}
 }
 
-// TestWindowBoundary is issue 26's boundary case: a 100/MINUTE fixed
+// overlayEnv is sluice-serve's variable naming its overlay file (Sluice's
+// algorithms for rules of an envoyproxy/ratelimit configuration).
+const overlayEnv = "SLUICE_OVERLAY"
+
+// TestWindowBoundary is issue 26's boundary case. A 100/MINUTE fixed
 // window admits 100 in the second before a minute boundary and 100 more in
-// the second after it, 200 in two seconds, on envoyproxy/ratelimit and on
-// sluice-serve's default (the fixed window, as theirs).
+// the second after it, 200 in two seconds: so do envoyproxy/ratelimit and
+// sluice-serve's default (the fixed window, as theirs). The same rule
+// under a token bucket (an overlay file, the YAML unchanged) admits the
+// burst of 100 and then only what refills at 100 a minute.
 func TestWindowBoundary(t *testing.T) {
 	p := startPair(t, pairConfig{files: map[string]string{"burst.yaml": burstConfig}})
-	before, after := acrossBoundary(t, p.both())
+	overlay := filepath.Join(t.TempDir(), "overlay.yaml")
+	if err := os.WriteFile(overlay, []byte("rules:\n  burst.client:\n    algorithm: tokenbucket\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	redis := startRedisTarget(t, single)
+	bucket := launchReady(t, "ours with the token bucket overlay", ourBinary(t),
+		merge(p.runtime.env(), redis.env(), map[string]string{overlayEnv: overlay}))
+	r := bucket.send(t, overGRPC, buildRequest("burst", withHits(desc("client", "probe"), 0)))
+	if l := r.resp.GetStatuses()[0].GetCurrentLimit(); l.GetRequestsPerUnit() != 100 || l.GetUnit() != rlsv3.RateLimitResponse_RateLimit_MINUTE {
+		t.Fatalf("under the overlay, current_limit is %v; it stays the rule's 100 per MINUTE", l)
+	}
+
+	before, after, took := acrossBoundary(t, []*service{p.theirs, p.ours, bucket})
 	for i, s := range p.both() {
 		if before[i] != 100 || after[i] != 100 {
 			t.Fatalf("%s admitted %d before the boundary and %d after; a fixed window of 100 a minute admits 100 and 100", s.name, before[i], after[i])
 		}
+	}
+	// The bucket starts full (burst: the rule's 100) and refills 100 a
+	// minute: over took, at most 100 + 100 × took / 1 min.
+	bound := 100 + int(math.Ceil(100*took.Seconds()/60))
+	if got := before[2] + after[2]; before[2] != 100 || got > bound {
+		t.Fatalf("the token bucket admitted %d before the boundary and %d after, %d in %s; want 100, then at most %d in all", before[2], after[2], got, took, bound)
 	}
 }
