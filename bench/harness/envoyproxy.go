@@ -96,8 +96,45 @@ func startRLSSubject(c Clients, limit sluice.Limit, b rlsBinary) (*rlsProcess, D
 		return nil, nil, err
 	}
 	p.onStop = closeConn
+	if err := warmUp(decide); err != nil {
+		p.stop()
+		return nil, nil, fmt.Errorf("%s: %w", b.what, err)
+	}
 	return p, decide, nil
 }
+
+// warmUp sends a new process the decisions of warmUpCallers callers on
+// keys of its own before it is measured, outside the measured time (and
+// before the run resets INFO commandstats): its gRPC connection, its Redis
+// connections and its goroutines are then up, as they are for the
+// in-process subjects that run on the benchmark's long-lived clients.
+func warmUp(decide Decide) error {
+	const calls = 20
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errs := make(chan error, warmUpCallers)
+	for g := range warmUpCallers {
+		go func() {
+			for i := range calls {
+				if _, err := decide(ctx, fmt.Sprintf("warm-up-%d-%d", g, i)); err != nil {
+					errs <- fmt.Errorf("warm-up decision: %w", err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range warmUpCallers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// warmUpCallers is as many callers as the serve scenarios' busiest.
+const warmUpCallers = 32
 
 // envoyYAML is the one envoyproxy/ratelimit file both processes load:
 // domain serveDomain, every user_id value limited to limit.Rate per unit.

@@ -5,8 +5,9 @@
 // golang.org/x/time/rate as the no-network ceiling), and reports what each
 // admitted against the ideal, how fast, and at what cost to Redis. The
 // serve scenarios measure sluice serve over gRPC against a direct library
-// call, and an envoyproxy/ratelimit-style fixed window reimplemented as a
-// bench subject (serve.go).
+// call, and envoyproxy/ratelimit itself against sluice-serve in its
+// envoyproxy/ratelimit-compatible mode, two processes on the same
+// redis-server (serve.go, envoyproxy.go).
 package harness
 
 import "time"

@@ -22,11 +22,15 @@
 //
 // The serve scenarios (--scenarios serve) have subjects of their own: sluice
 // serve's ShouldRateLimit over gRPC on loopback (and called in process)
-// against a direct library call of the same algorithm, and an
-// envoyproxy/ratelimit-style fixed window (its INCRBY+EXPIRE pipeline,
-// reimplemented as a bench subject) called directly and behind the same
-// gRPC server shape; the table states each server's overhead over its
-// direct call. Each subject runs there for a fifth of --duration.
+// against a direct library call of the same algorithm (the table states
+// each server's overhead over its direct call), and two processes started
+// with the same envoyproxy/ratelimit YAML and environment on the same
+// redis-server, called over gRPC: envoyproxy/ratelimit itself (go
+// installed into the user cache directory on first use) and sluice-serve
+// in its compatible mode (built from the workspace, else the one beside
+// sluice-bench or on the PATH). Those two need --redis; without it, or
+// when a binary cannot be had, the report says why they did not run. Each
+// subject runs there for a fifth of --duration.
 package main
 
 import (
