@@ -24,6 +24,7 @@ func TestDeliberateDifferences(t *testing.T) {
 	t.Run("BadConfigurationAtStart", testBadConfigurationAtStart)
 	t.Run("SIGHUP", testSIGHUP)
 	t.Run("DenialsAreNotCharged", testDenialsAreNotCharged)
+	t.Run("MixedUpgradeCountsTwice", testMixedUpgradeCountsTwice)
 }
 
 // testBadConfigurationAtStart: with files that do not load, theirs starts,
@@ -135,4 +136,27 @@ func testDenialsAreNotCharged(t *testing.T) {
 		}
 	}
 	t.Logf("the same requests, keyed in Redis:\ntheirs: %q\nours:   %q", theirKeys, ourKeys)
+}
+
+// testMixedUpgradeCountsTwice: theirs and ours on one redis-server, as
+// during a rolling upgrade from one to the other, keep separate counts
+// (their keys differ), so a client whose calls are spread over both is
+// admitted the limit by each: 3 + 3 under a limit of 3 an hour.
+func testMixedUpgradeCountsTwice(t *testing.T) {
+	awaitWindow(t, 2*time.Minute)
+	p := startPair(t, pairConfig{files: map[string]string{"main.yaml": mainConfig}, shared: true})
+	req := buildRequest("diff", desc("user", "rolling"))
+	for _, s := range p.both() {
+		for _, want := range []string{"OK [OK 2]", "OK [OK 1]", "OK [OK 0]"} {
+			if got := codesOf(s.send(t, overGRPC, req)); got != want {
+				t.Fatalf("%s answered %s, want %s: one redis-server, two counts", s.name, got, want)
+			}
+		}
+	}
+	for _, s := range p.both() {
+		requireCodes(t, s.send(t, overGRPC, req), "OVER_LIMIT [OVER_LIMIT 0]")
+	}
+	if keys := p.theirRedis.keys(t); len(keys) != 2 {
+		t.Fatalf("the shared redis-server holds %q; want one key of each", keys)
+	}
 }

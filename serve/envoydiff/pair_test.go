@@ -94,6 +94,7 @@ type pairConfig struct {
 	files  map[string]string // under the app directory
 	env    map[string]string // added to both
 	redis  redisKind         // each service's Redis
+	shared bool              // one Redis for both (a mixed rolling upgrade)
 	noWait bool              // do not wait for either to be healthy
 }
 
@@ -114,7 +115,10 @@ func startPair(t *testing.T, cfg pairConfig) *pair {
 	ourBin := ourBinary(t)
 	p.theirRedis = startRedisTarget(t, cfg.redis)
 	theirEnv := merge(p.runtime.env(), cfg.env, p.theirRedis.env(), theirOnlyEnv)
-	p.ourRedis = startRedisTarget(t, cfg.redis)
+	p.ourRedis = p.theirRedis
+	if !cfg.shared {
+		p.ourRedis = startRedisTarget(t, cfg.redis)
+	}
 	ourEnv := merge(p.runtime.env(), cfg.env, p.ourRedis.env())
 	if cfg.noWait {
 		p.theirs = launch(t, "theirs", theirBin, theirEnv)
