@@ -3,8 +3,8 @@ package harness
 // This file finds the two binaries of the serve scenarios' process
 // subjects: envoyproxy/ratelimit, installed as a Go module into the cache
 // directory serve/envoydiff installs it into (so that both share one
-// binary), and sluice-serve, built from the workspace the benchmark runs
-// in or found beside sluice-bench or on the PATH.
+// binary), and sluice-serve: beside sluice-bench, else built from the
+// workspace the benchmark runs in, else on the PATH.
 
 import (
 	"errors"
@@ -98,13 +98,19 @@ func sluiceServeBinary() (string, error) {
 	return sluiceServePath, sluiceServeErr
 }
 
-// findSluiceServe builds sluice-serve with go build when the benchmark
-// runs inside a Go workspace (the repository's checkout: `go run
-// ./bench/cmd/sluice-bench`, or its tests), into cache/sluice/bench/, so
-// that the scenarios measure the checkout's server; otherwise (an
-// installed sluice-bench) it takes the sluice-serve beside self, the
-// running executable, or on the PATH.
+// findSluiceServe returns the sluice-serve beside self, the running
+// executable (an installed sluice-bench, as sluice finds it); else, when
+// the benchmark runs inside a Go workspace (the repository's checkout:
+// `go run ./bench/cmd/sluice-bench`, or its tests), sluice-serve built
+// there with go build into cache/sluice/bench/, so that the scenarios
+// measure the checkout's server; else the one on the PATH.
 func findSluiceServe(cache, self string) (string, error) {
+	if self != "" {
+		beside := filepath.Join(filepath.Dir(self), "sluice-serve")
+		if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return beside, nil
+		}
+	}
 	var whyNotBuilt string
 	out, err := exec.Command("go", "env", "GOWORK").Output()
 	switch work := strings.TrimSpace(string(out)); {
@@ -113,13 +119,11 @@ func findSluiceServe(cache, self string) (string, error) {
 	case work == "" || work == "off":
 		whyNotBuilt = "not inside a Go workspace (the repository's checkout)"
 	default:
-		return buildSluiceServe(filepath.Join(cache, "sluice", "bench"))
-	}
-	if self != "" {
-		beside := filepath.Join(filepath.Dir(self), "sluice-serve")
-		if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return beside, nil
+		bin, err := buildSluiceServe(filepath.Join(cache, "sluice", "bench"))
+		if err == nil {
+			return bin, nil
 		}
+		whyNotBuilt = err.Error()
 	}
 	if path, err := exec.LookPath("sluice-serve"); err == nil {
 		return filepath.Abs(path)

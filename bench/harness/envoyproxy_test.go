@@ -157,8 +157,8 @@ func TestServeProcessSubjectsSayWhyTheyDoNotRun(t *testing.T) {
 }
 
 // TestBinariesAreFoundOrSayHow: a go install that fails names the module
-// and what go printed; outside a workspace, sluice-serve is taken from
-// beside sluice-bench, or its absence is explained.
+// and what go printed; sluice-serve is taken from beside sluice-bench, or
+// from the PATH when it cannot be built, or its absence is explained.
 func TestBinariesAreFoundOrSayHow(t *testing.T) {
 	bin := t.TempDir()
 	fakeGo := "#!/bin/sh\nif [ \"$1\" = env ]; then echo off; exit 0; fi\necho 'dial tcp: no network, for the test' >&2\nexit 1\n"
@@ -188,6 +188,19 @@ func TestBinariesAreFoundOrSayHow(t *testing.T) {
 	got, err = findSluiceServe(cache, self)
 	require.NoError(t, err)
 	require.Equal(t, beside, got)
+
+	// In a workspace whose build fails, the one on the PATH; without
+	// one, the build's error.
+	inWorkspace := "#!/bin/sh\nif [ \"$1\" = env ]; then echo /somewhere/go.work; exit 0; fi\necho 'build failed, for the test' >&2\nexit 1\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte(inWorkspace), 0o755))
+	_, err = findSluiceServe(cache, "")
+	require.ErrorContains(t, err, "go build "+sluiceServePackage)
+	require.ErrorContains(t, err, "build failed, for the test")
+	onPath := filepath.Join(bin, "sluice-serve")
+	require.NoError(t, os.WriteFile(onPath, []byte("#!/bin/sh\n"), 0o755))
+	got, err = findSluiceServe(cache, "")
+	require.NoError(t, err)
+	require.Equal(t, onPath, got)
 }
 
 // fakeRueidis stands for a real server's rueidis client where the test

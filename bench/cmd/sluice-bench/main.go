@@ -27,8 +27,8 @@
 // with the same envoyproxy/ratelimit YAML and environment on the same
 // redis-server, called over gRPC: envoyproxy/ratelimit itself (go
 // installed into the user cache directory on first use) and sluice-serve
-// in its compatible mode (built from the workspace, else the one beside
-// sluice-bench or on the PATH). Those two need --redis; without it, or
+// in its compatible mode (the one beside sluice-bench, else built from the
+// workspace, else the one on the PATH). Those two need --redis; without it, or
 // when a binary cannot be had, the report says why they did not run. Each
 // subject runs there for a fifth of --duration.
 package main
