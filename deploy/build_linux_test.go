@@ -9,17 +9,47 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
+
+// built is build-static.sh's OUTDIR, written once for every test that
+// needs the binaries and removed by TestMain.
+var built struct {
+	once   sync.Once
+	dir    string
+	output []byte
+	err    error
+}
+
+// buildStatic runs deploy/build-static.sh once and returns its OUTDIR.
+func buildStatic(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "sluice-deploy-")
+		if built.err == nil {
+			built.output, built.err = exec.Command("sh", "build-static.sh", built.dir).CombinedOutput()
+		}
+	})
+	if built.err != nil {
+		t.Fatalf("build-static.sh: %v\n%s", built.err, built.output)
+	}
+	return built.dir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
 
 // TestBuildStaticScript runs deploy/build-static.sh, the Dockerfile's
 // build steps, and checks what the image would hold: a static sluice-serve
 // that runs, at the ENTRYPOINT's path and at /bin/ratelimit.
 func TestBuildStaticScript(t *testing.T) {
-	out := t.TempDir()
-	if output, err := exec.Command("sh", "build-static.sh", out).CombinedOutput(); err != nil {
-		t.Fatalf("build-static.sh: %v\n%s", err, output)
-	}
+	out := buildStatic(t)
 
 	// What the final stage's COPY --from=build OUTDIR/ /bin/ puts in the
 	// image: each entry of OUTDIR under binDir, symbolic links resolved.
