@@ -5,6 +5,7 @@ package envoydiff_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,8 +13,9 @@ import (
 )
 
 // TestEnvironmentVariants starts both with SHADOW_MODE=true (every
-// OVER_LIMIT answered OK overall, the statuses kept), NEAR_LIMIT_RATIO=0.5
-// and RUNTIME_IGNOREDOTFILES=true beside a dotfile that does not load.
+// OVER_LIMIT answered OK overall, the statuses kept), NEAR_LIMIT_RATIO=0.5,
+// RUNTIME_IGNOREDOTFILES=true beside dotfiles that do not load, and
+// CACHE_KEY_PREFIX (in each one's keys, which differ).
 func TestEnvironmentVariants(t *testing.T) {
 	awaitWindow(t, 2*time.Minute)
 	p := startPair(t, pairConfig{
@@ -22,7 +24,7 @@ func TestEnvironmentVariants(t *testing.T) {
 			".editor.yaml":   "not: a rate limit file\n",
 			".hidden/x.yaml": "domain: diff\n",
 		},
-		env: map[string]string{"SHADOW_MODE": "true", "NEAR_LIMIT_RATIO": "0.5", "RUNTIME_IGNOREDOTFILES": "true"},
+		env: map[string]string{"SHADOW_MODE": "true", "NEAR_LIMIT_RATIO": "0.5", "RUNTIME_IGNOREDOTFILES": "true", "CACHE_KEY_PREFIX": "pfx"},
 	})
 	for _, want := range []string{"OK [OK 2]", "OK [OK 1]", "OK [OK 0]", "OK [OVER_LIMIT 0]", "OK [OVER_LIMIT 0]"} {
 		requireCodes(t, p.same(t, overGRPC, buildRequest("diff", desc("user", "v"))), want)
@@ -38,6 +40,18 @@ func TestEnvironmentVariants(t *testing.T) {
 		`ratelimit_service_rate_limit_over_limit{domain="diff",key1="user"}`)
 	p.sameMetrics(t, decisionMetrics("diff")...)
 	p.sameMetrics(t, "ratelimit_service_global_shadow_mode", "ratelimit_service_config_load")
+	// CACHE_KEY_PREFIX is in every key, in the key form of each.
+	for _, s := range p.both() {
+		redis := p.theirRedis
+		if s == p.ours {
+			redis = p.ourRedis
+		}
+		keys := redis.keys(t)
+		if len(keys) != 1 || !strings.Contains(keys[0], "pfx") {
+			t.Fatalf("%s keeps the keys %q; want one, with CACHE_KEY_PREFIX pfx in it", s.name, keys)
+		}
+		t.Logf("%s: %q", s.name, keys)
+	}
 }
 
 // TestDirectoryWatch runs with RUNTIME_WATCH_ROOT=false: then a file
