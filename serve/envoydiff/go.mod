@@ -2,15 +2,10 @@ module github.com/sluicehq/sluice/serve/envoydiff
 
 go 1.26.0
 
-replace (
-	github.com/sluicehq/sluice => ../..
-	github.com/sluicehq/sluice/serve => ..
-)
-
 require (
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/google/go-cmp v0.7.0
-	github.com/sluicehq/sluice v0.0.0
+	github.com/sluicehq/sluice v0.1.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
