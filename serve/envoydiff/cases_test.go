@@ -231,6 +231,7 @@ func TestSameAnswers(t *testing.T) {
 	})
 	t.Run("SeveralDescriptors", func(t *testing.T) {
 		check(t, overGRPC, "OVER_LIMIT [OK 2, OVER_LIMIT 0, OK 4294967295]", desc("user", "b"), desc("blocked", "y"), desc("internal", "y"))
+		check(t, overGRPC, "OK [OK 1]", desc("user", "b")) // admitted above, so charged, though the request was over
 		r := p.same(t, overJSON, buildRequest("diff", desc("user", "c"), desc("blocked", "y")))
 		requireCodes(t, r, "OVER_LIMIT [OK 2, OVER_LIMIT 0]")
 		if r.code != http.StatusTooManyRequests {

@@ -25,6 +25,7 @@ func TestDeliberateDifferences(t *testing.T) {
 	t.Run("SIGHUP", testSIGHUP)
 	t.Run("DenialsAreNotCharged", testDenialsAreNotCharged)
 	t.Run("MixedUpgradeCountsTwice", testMixedUpgradeCountsTwice)
+	t.Run("ShadowModeOverLimitIsNotCharged", testShadowModeOverLimitIsNotCharged)
 }
 
 // testBadConfigurationAtStart: with files that do not load, theirs starts,
@@ -158,5 +159,22 @@ func testMixedUpgradeCountsTwice(t *testing.T) {
 	}
 	if keys := p.theirRedis.keys(t); len(keys) != 2 {
 		t.Fatalf("the shared redis-server holds %q; want one key of each", keys)
+	}
+}
+
+// testShadowModeOverLimitIsNotCharged: a shadow_mode rule answers OK over
+// its limit, on both; theirs counts that request, Sluice does not (it was
+// over the limit: the rule above, applied to a decision shadow_mode turns
+// into OK). The answers agree until the limit is raised over the counter.
+func testShadowModeOverLimitIsNotCharged(t *testing.T) {
+	awaitWindow(t, 2*time.Minute)
+	p := startPair(t, pairConfig{files: map[string]string{"main.yaml": mainConfig}})
+	for range 2 {
+		requireCodes(t, p.same(t, overGRPC, buildRequest("diff", desc("shadow", "uncharged"))), "OK [OK 0]")
+	}
+	raised := buildRequest("diff", withHits(withLimit(desc("shadow", "uncharged"), 10, typev3.RateLimitUnit_HOUR), 0))
+	requireCodes(t, p.theirs.send(t, overGRPC, raised), "OK [OK 8]")
+	if r := p.ours.send(t, overGRPC, raised); codesOf(r) != "OK [OK 9]" {
+		t.Fatalf("sluice-serve answered %s after 1 admitted and 1 shadow-mode call over a limit of 1, under a limit raised to 10; want OK [OK 9]", codesOf(r))
 	}
 }
