@@ -224,6 +224,16 @@ func TestSameAnswers(t *testing.T) {
 		// A descriptor no rule matches, in a known domain.
 		check(t, overJSON, "OK [OK 2]", withLimit(desc("nowhere", "x"), 3, typev3.RateLimitUnit_DAY))
 	})
+	t.Run("CheckAboveALoweredLimit", func(t *testing.T) {
+		check(t, overGRPC, "OK [OK 2]", desc("user", "ck"))
+		check(t, overGRPC, "OK [OK 1]", desc("user", "ck"))
+		check(t, overGRPC, "OVER_LIMIT [OVER_LIMIT 0]", withHits(withLimit(desc("user", "ck"), 1, typev3.RateLimitUnit_HOUR), 0))
+	})
+	t.Run("OverrideOfAnotherUnit", func(t *testing.T) { // YEAR: its window starts at an hour's start for one hour a year
+		check(t, overGRPC, "OK [OK 2]", desc("user", "ou"))
+		check(t, overGRPC, "OK [OK 4]", withLimit(desc("user", "ou"), 5, typev3.RateLimitUnit_YEAR))
+		check(t, overGRPC, "OK [OK 1]", desc("user", "ou"))
+	})
 	t.Run("UnknownDomain", func(t *testing.T) {
 		requireCodes(t, p.same(t, overGRPC, buildRequest("nope", desc("user", "a"))), "OK [OK 0]")
 		requireCodes(t, p.same(t, overJSON, buildRequest("nope", desc("user", "a"), desc("b", "c"))), "OK [OK 0, OK 0]")

@@ -147,6 +147,22 @@ func (s *Service) decideOne(ctx context.Context, st *state, domain string, l *co
 		threshold = uint64(capacity)
 		n := int64(min(hits, uint64(math.MaxInt64)))
 		key := counterKey(s.opts.CacheKeyPrefix, domain, b, l)
+		if n == 0 && algorithmOf(b) == "fixedwindow" {
+			// A check of a fixed window is over when the counter holds
+			// more than the limit in force, which a lowered override or a
+			// reload can leave: a peek under one more than the limit
+			// tells more from as many.
+			if checkOver, checkRemaining, checkReset, ok := peekAbove(ctx, b, key, limit); ok {
+				if checkOver {
+					before, after, over = threshold+1, threshold+1, true
+				} else {
+					used := threshold - checkRemaining
+					before, after, remaining = used, used, checkRemaining
+				}
+				reset = checkReset
+				break
+			}
+		}
 		d, err := b.AllowN(ctx, key, limit, n)
 		if errors.Is(err, sluice.ErrCostExceedsBurst) {
 			// More than the limit at once: over the limit, never an error.
@@ -236,8 +252,32 @@ func sub(a, b uint64) uint64 { return a - min(a, b) }
 // prefix, the domain, the algorithm and the descriptor's keys and values.
 // Long parts are replaced by their SHA-256.
 func counterKey(prefix, domain string, b *stack.Stack, l *config.Limit) string {
+	return sluice.Key(bounded(l.Tag, 64), "erl", prefix, domain, algorithmOf(b), l.Unit.String(), bounded(l.ID, 128))
+}
+
+// algorithmOf names b's algorithm, its innermost layer.
+func algorithmOf(b *stack.Stack) string {
 	layers := b.Layers()
-	return sluice.Key(bounded(l.Tag, 64), "erl", prefix, domain, layers[len(layers)-1], bounded(l.ID, 128))
+	return layers[len(layers)-1]
+}
+
+// peekAbove peeks at a fixed window's counter under one more than limit:
+// over when the counter holds more than limit, else what is left under
+// limit. ok is false when that cannot be asked (the limit at its largest,
+// or a store error, which the caller's own call then reports).
+func peekAbove(ctx context.Context, b *stack.Stack, key string, limit sluice.Limit) (over bool, remaining uint64, reset time.Duration, ok bool) {
+	above := sluice.Limit{Rate: limit.Rate + 1, Period: limit.Period, Burst: limit.Burst + 1}
+	if above.Validate() != nil {
+		return false, 0, 0, false
+	}
+	d, err := b.AllowN(ctx, key, above, 0)
+	if err != nil {
+		return false, 0, 0, false
+	}
+	if d.Remaining <= 0 {
+		return true, 0, d.ResetAfter, true
+	}
+	return false, uint64(d.Remaining - 1), d.ResetAfter, true
 }
 
 func bounded(s string, n int) string {

@@ -204,6 +204,43 @@ func TestOverride(t *testing.T) {
 		dstatus{over, 0, second, 0, 1})
 }
 
+// TestCheckAboveALoweredLimit: a check (hits_addend 0) of a fixed window
+// whose counter holds more than the limit in force (an override lowered
+// it) is over the limit; at the limit itself it is OK with 0 remaining,
+// as envoyproxy/ratelimit answers (found by serve/envoydiff).
+func TestCheckAboveALoweredLimit(t *testing.T) {
+	f := newFixture(t, Options{})
+	with := func(desc *ratelimitv3.RateLimitDescriptor, n uint32) *ratelimitv3.RateLimitDescriptor {
+		desc.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: n, Unit: typev3.RateLimitUnit_MINUTE}
+		return desc
+	}
+	f.call(t, req("api", d("per_min", "ck")))
+	f.call(t, req("api", d("per_min", "ck")))
+	checkStatus(t, "check under 1 with 2 counted", f.call(t, req("api", hits(with(d("per_min", "ck"), 1), 0))).GetStatuses()[0],
+		dstatus{over, 1, minute, 0, 50})
+	checkStatus(t, "check under 2 with 2 counted", f.call(t, req("api", hits(with(d("per_min", "ck"), 2), 0))).GetStatuses()[0],
+		dstatus{ok, 2, minute, 0, 50})
+	checkStatus(t, "check under the rule's 10", f.call(t, req("api", hits(d("per_min", "ck"), 0))).GetStatuses()[0],
+		dstatus{ok, 10, minute, 8, 50})
+}
+
+// TestOverrideOfAnotherUnit: an override in another unit than the rule's
+// counts in a counter of its own, as envoyproxy/ratelimit's keys hold the
+// unit's window; an override of the same unit shares the rule's.
+func TestOverrideOfAnotherUnit(t *testing.T) {
+	f := newFixture(t, Options{})
+	with := func(desc *ratelimitv3.RateLimitDescriptor, n uint32, u typev3.RateLimitUnit) *ratelimitv3.RateLimitDescriptor {
+		desc.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: n, Unit: u}
+		return desc
+	}
+	checkStatus(t, "the rule", f.call(t, req("api", d("per_min", "ou"))).GetStatuses()[0], dstatus{ok, 10, minute, 9, 50})
+	checkStatus(t, "an override by the hour", f.call(t, req("api", with(d("per_min", "ou"), 5, typev3.RateLimitUnit_HOUR))).GetStatuses()[0],
+		dstatus{ok, 5, hour, 4, 3590})
+	checkStatus(t, "the rule again", f.call(t, req("api", d("per_min", "ou"))).GetStatuses()[0], dstatus{ok, 10, minute, 8, 50})
+	checkStatus(t, "an override by the minute", f.call(t, req("api", with(d("per_min", "ou"), 5, typev3.RateLimitUnit_MINUTE))).GetStatuses()[0],
+		dstatus{ok, 5, minute, 2, 50})
+}
+
 // TestResponseHeaders: the limit, remaining and reset of the descriptor
 // with the least remaining, or of the last one over its limit; named as
 // configured; none when disabled.
