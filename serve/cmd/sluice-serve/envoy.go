@@ -137,6 +137,13 @@ func serveEnvoy(s settings.Settings, poll time.Duration, overlayPath string, log
 	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
 	defer signal.Stop(signals)
 
+	// The watches look before the first load, so that a change made
+	// while it loads (or before the listeners are announced) reloads.
+	runtimeWatch := newRuntimeWatch(s)
+	var overlayWatch *contentWatch
+	if overlayPath != "" {
+		overlayWatch = newContentWatch(overlayPath)
+	}
 	dir := s.ConfigDir()
 	files, err := config.ReadDir(dir, s.RuntimeIgnoreDotFiles)
 	if err != nil {
@@ -191,10 +198,10 @@ func serveEnvoy(s settings.Settings, poll time.Duration, overlayPath string, log
 		return err
 	}
 	reloader := &envoyReloader{s: s, overlay: overlayPath, svc: svc, health: servers.health, logger: logger}
-	stopPoll := pollRuntime(newRuntimeWatch(s), poll, func() { reloader.reload("runtime change") })
+	stopPoll := pollRuntime(runtimeWatch, poll, func() { reloader.reload("runtime change") })
 	stopOverlayPoll := func() {}
-	if overlayPath != "" {
-		stopOverlayPoll = pollRuntime(newContentWatch(overlayPath), poll, func() { reloader.reload("overlay change") })
+	if overlayWatch != nil {
+		stopOverlayPoll = pollRuntime(overlayWatch, poll, func() { reloader.reload("overlay change") })
 	}
 
 	var sig os.Signal

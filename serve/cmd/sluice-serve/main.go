@@ -154,7 +154,7 @@ func serveUntilSignalled(f flags, logger *slog.Logger) error {
 
 	stopWatch := func() {}
 	if f.watch > 0 {
-		stopWatch = watch(srv, f.config, f.watch, logger)
+		stopWatch = watch(srv, f.config, config, f.watch, logger)
 	}
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
@@ -202,9 +202,10 @@ func reload(srv *serve.Server, path string, logger *slog.Logger) {
 // swapping a symlink, which no signal announces). A file that cannot be
 // read is read again at the next tick; one that does not build is reported
 // once per change, and the policies in force are kept. The returned func
-// stops the watch.
-func watch(srv *serve.Server, path string, interval time.Duration, logger *slog.Logger) func() {
-	last, _ := os.ReadFile(path)
+// stops the watch. loaded is the content the server was built from, so
+// that a change made since, before the watch began, reloads too.
+func watch(srv *serve.Server, path string, loaded []byte, interval time.Duration, logger *slog.Logger) func() {
+	last := loaded
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
