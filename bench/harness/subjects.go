@@ -113,13 +113,22 @@ func stackSubject(name string, goRedis bool, spec stack.Spec) Subject {
 		if err != nil {
 			return nil, nil, err
 		}
-		spec.Rate, spec.Period, spec.Burst = stack.Int(limit.Rate), stack.Duration(limit.Period), stack.Int(limit.Burst)
+		spec.Rate, spec.Period = stack.Int(limit.Rate), stack.Duration(limit.Period)
+		if refills(spec.Algorithm) {
+			spec.Burst = stack.Int(limit.Burst) // a window has none: it allows the rate per period
+		}
 		st, err := stack.Build(spec, store)
 		if err != nil {
 			return nil, nil, err
 		}
 		return decideWith(st, limit), func() { _ = st.Close() }, nil
 	}}
+}
+
+// refills reports whether the algorithm is a bucket, whose limit has a
+// burst of its own.
+func refills(algorithm string) bool {
+	return algorithm == "" || algorithm == "tokenbucket" || algorithm == "gcra"
 }
 
 // Subjects returns every subject: Sluice's algorithms (through rueidis
