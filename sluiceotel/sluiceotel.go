@@ -27,6 +27,15 @@
 // request of a batch, each take of a lease batch, and Lease count as
 // decisions; Refund, Reset and Release (alone or in a lease batch) do not.
 // Metric attributes never include the key.
+//
+// Shadow mode: a decision made under a context marked by [ext.WithShadow]
+// (an httplimit, grpclimit or sluice serve policy with Shadow set, which
+// never denies) carries sluice.shadow=true on its span and on all three
+// metrics, beside its real outcome: a would-be denial is outcome "denied"
+// with sluice.shadow=true. Other decisions have no sluice.shadow
+// attribute, so the series they were recorded in before are unchanged,
+// and a count of enforced denials is outcome "denied" without
+// sluice.shadow.
 package sluiceotel
 
 import (
@@ -60,9 +69,9 @@ type Limiter struct {
 	duration  metric.Float64Histogram
 	base      []attribute.KeyValue
 	recordKey bool
-	// sets[outcome][source] are the metric attributes, built once so that
-	// recording a decision allocates nothing for them.
-	sets [3][sources]outcomeAttrs
+	// sets[shadow][outcome][source] are the metric attributes, built once
+	// so that recording a decision allocates nothing for them.
+	sets [2][3][sources]outcomeAttrs
 }
 
 // sources is how many values sluice.Source takes: the attribute sets are
@@ -192,11 +201,16 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 		decisions: decisions, degraded: degraded, duration: duration,
 		base: base, recordKey: c.recordKey,
 	}
-	for o, outcome := range outcomes {
-		for src := range l.sets[o] {
-			kvs := append(append([]attribute.KeyValue(nil), base...),
-				attribute.String("sluice.outcome", outcome), attribute.String("sluice.source", sluice.Source(src).String()))
-			l.sets[o][src] = outcomeAttrs{kvs: kvs, set: metric.WithAttributeSet(attribute.NewSet(kvs...))}
+	for shadow := range l.sets {
+		for o, outcome := range outcomes {
+			for src := range l.sets[shadow][o] {
+				kvs := append(append([]attribute.KeyValue(nil), base...),
+					attribute.String("sluice.outcome", outcome), attribute.String("sluice.source", sluice.Source(src).String()))
+				if shadow == 1 {
+					kvs = append(kvs, attribute.Bool("sluice.shadow", true))
+				}
+				l.sets[shadow][o][src] = outcomeAttrs{kvs: kvs, set: metric.WithAttributeSet(attribute.NewSet(kvs...))}
+			}
 		}
 	}
 	return l, nil
@@ -235,7 +249,7 @@ func (l *Limiter) annotate(span trace.Span, a outcomeAttrs, key string, n int64,
 }
 
 // record counts one decision (or error) in the metrics and returns its
-// attributes.
+// attributes (sluice.shadow=true among them when ctx is a shadow one).
 func (l *Limiter) record(ctx context.Context, elapsed float64, d sluice.Decision, err error) outcomeAttrs {
 	outcome := 0 // allowed
 	switch {
@@ -244,7 +258,12 @@ func (l *Limiter) record(ctx context.Context, elapsed float64, d sluice.Decision
 	case !d.Allowed:
 		outcome = 1
 	}
-	a := l.sets[outcome][min(int(d.Source), len(l.sets[outcome])-1)]
+	shadow := 0
+	if ext.IsShadow(ctx) {
+		shadow = 1
+	}
+	sets := &l.sets[shadow][outcome]
+	a := sets[min(int(d.Source), len(sets)-1)]
 	l.decisions.Add(ctx, 1, a.set)
 	l.duration.Record(ctx, elapsed, a.set)
 	if err == nil && d.Degraded() {
