@@ -36,15 +36,18 @@ import (
 //	    fallback_timeout: 50ms
 //	    replicas: 3              # fallback: local, the processes sharing the limit
 //	    tracing: true            # OpenTelemetry spans and metrics
+//	    shadow: true             # dry run: decide and count, never deny (Policy.Shadow)
 type FileConfig struct {
 	Policies []FilePolicy `yaml:"policies" json:"policies"`
 }
 
 // FilePolicy is one policy of a [FileConfig].
 type FilePolicy struct {
-	Name       string   `yaml:"name" json:"name"`
-	Key        string   `yaml:"key" json:"key"`
-	Routes     []string `yaml:"routes" json:"routes"`
+	Name   string   `yaml:"name" json:"name"`
+	Key    string   `yaml:"key" json:"key"`
+	Routes []string `yaml:"routes" json:"routes"`
+	// Shadow is [Policy.Shadow]: decided and counted, never denied.
+	Shadow     bool `yaml:"shadow" json:"shadow"`
 	stack.Spec `yaml:",inline"`
 }
 
@@ -148,5 +151,5 @@ func (fp FilePolicy) build(store sluice.Store, opts []stack.Option) (Policy, err
 	if err != nil {
 		return Policy{}, err
 	}
-	return Policy{Name: fp.Name, Limiter: st, Limit: st.Limit(), Cost: st.Cost(), Key: key, Routes: fp.Routes}, nil
+	return Policy{Name: fp.Name, Limiter: st, Limit: st.Limit(), Cost: st.Cost(), Key: key, Routes: fp.Routes, Shadow: fp.Shadow}, nil
 }

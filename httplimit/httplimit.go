@@ -17,6 +17,10 @@
 // A limiter error answers 503; a request with no key 400, and a key
 // function that cannot work on this server 500. Headers never carry the
 // key itself.
+//
+// A policy in shadow mode ([Policy.Shadow], shadow: true in a file) is
+// decided and counted as if it were enforced, but never answers: see
+// Shadow for what a client and an operator see of it.
 package httplimit
 
 import (
@@ -51,6 +55,20 @@ type Policy struct {
 	// "/users/{id}") of the requests the policy applies to; none: every
 	// request.
 	Routes []string
+	// Shadow is a dry run: the policy decides every request it applies to
+	// and its limiter counts it as it would enforced (its key's state
+	// moves the same), but a denial lets the request through. A would-be
+	// denial is logged (Info, [ShadowDenialMessage], with the policy, the
+	// key, the method, the path, retry_after and source) and every
+	// decision is made under [ext.WithShadow], so that a sluiceotel layer
+	// records it with sluice.shadow=true. The policy is invisible to
+	// clients: it never appears in RateLimit-Policy, RateLimit,
+	// X-RateLimit-* or Retry-After, whatever it decides, since a client
+	// pacing itself by those fields would be limited by a limit not in
+	// force, and fields that changed at the would-be denial would tell it.
+	// A request it cannot key, or a limiter error, is logged (Error) and
+	// the request goes on: a dry run never fails a request.
+	Shadow bool
 }
 
 // ErrorHandler answers a request whose limit could not be decided.
@@ -163,12 +181,18 @@ func (c *config) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 		return
 	}
 	// The policies that apply are announced whatever the outcome, so that
-	// RateLimit-Policy does not change on a denial.
+	// RateLimit-Policy does not change on a denial; shadow ones never are.
 	for _, p := range applicable {
-		c.writePolicy(w, p.Name, p.quota)
+		if !p.Shadow {
+			c.writePolicy(w, p.Name, p.quota)
+		}
 	}
 	var tightest *outcome
 	for _, p := range applicable {
+		if p.Shadow {
+			c.shadow(r, p)
+			continue
+		}
 		key, err := p.Key(r)
 		if err != nil {
 			c.keyError(w, r, p.Name, err)
