@@ -7,12 +7,17 @@
 // A limiter error (no decision; compose the fallback decorator to avoid
 // them) fails the call with Unavailable. A key function error fails it with
 // InvalidArgument.
+//
+// A policy in shadow mode ([Policy.Shadow]) is decided and counted but
+// never fails a call: its would-be denials are logged and recorded as
+// shadow decisions.
 package grpclimit
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"time"
@@ -38,6 +43,18 @@ type Policy struct {
 	Limit   sluice.Limit
 	Cost    int64   // per call; default 1
 	Key     KeyFunc // default PeerAddr
+	// Shadow is a dry run: the policy decides every call and its limiter
+	// counts it as it would enforced (the key's state moves the same), but
+	// a denial lets the call through, with no ResourceExhausted and no
+	// RetryInfo. A would-be denial is logged (Info, [ShadowDenialMessage],
+	// with the policy, the key, the method, retry_after and source), and
+	// every decision is made under ext.WithShadow, so that a sluiceotel
+	// layer records it with sluice.shadow=true. A call it cannot key, or a
+	// limiter error, is logged (Error) and the call goes on.
+	Shadow bool
+	// Logger logs the shadow policy's would-be denials and errors
+	// (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // PeerAddr keys a call by its peer's IP address (IPv6 grouped by /64).
@@ -85,6 +102,9 @@ func newLimiter(policies []Policy) (*limiter, error) {
 		if p.Key == nil {
 			p.Key = PeerAddr
 		}
+		if p.Logger == nil {
+			p.Logger = slog.Default()
+		}
 		ps[i] = p
 	}
 	return &limiter{policies: ps}, nil
@@ -93,6 +113,10 @@ func newLimiter(policies []Policy) (*limiter, error) {
 // check decides the call against every policy, in order.
 func (l *limiter) check(ctx context.Context, method string) error {
 	for _, p := range l.policies {
+		if p.Shadow {
+			shadow(ctx, method, p)
+			continue
+		}
 		key, err := p.Key(ctx, method)
 		if err != nil {
 			return status.Error(codes.InvalidArgument, "no rate-limit key for this call")
