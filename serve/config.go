@@ -34,8 +34,21 @@ import (
 //	    fallback: open    # open, closed or local: decide so while the store is unavailable
 //	    fallback_timeout: 50ms
 //	    replicas: 3       # for fallback: local, the servers sharing the limit
+//	    shadow: true      # dry run: decide and count, never deny (below)
 //
 // Every policy records metrics and spans (tracing is always on).
+//
+// A policy with shadow: true is a dry run: every hit is decided and
+// counted in the store as it would be enforced, but a would-be denial is
+// answered OK (gRPC) or allowed with "shadow_denied": true (POST
+// /v1/allow), logged ("serve: shadow denial", Info, with the policy and
+// the descriptor) and recorded with sluice.shadow=true on the decision
+// metric and span. A shadow policy's descriptor status carries no limit,
+// remaining or reset, and no RateLimit, RateLimit-Policy or Retry-After
+// field is added for it, allowed or not, so that neither Envoy's headers
+// nor the client can tell that a limit exists; a store error under it is
+// logged and the descriptor answered OK over gRPC (POST /v1/allow still
+// answers 503: its caller chooses what to do without a decision).
 type Config struct {
 	Domain   string         `yaml:"domain"`
 	Unknown  string         `yaml:"unknown"`
@@ -46,6 +59,7 @@ type Config struct {
 type PolicyConfig struct {
 	Name       string       `yaml:"name"`
 	Match      []MatchEntry `yaml:"match"`
+	Shadow     bool         `yaml:"shadow"` // a dry run: see Config
 	stack.Spec `yaml:",inline"`
 }
 

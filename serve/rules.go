@@ -25,6 +25,7 @@ type rule struct {
 	limiter   *stack.Stack   // the whole stack, sluiceotel outermost
 	algorithm sluice.Limiter // the bare algorithm, for the RateLimit fields
 	fallback  string         // "", "open", "closed", "local"
+	shadow    bool           // decided and counted, never denied
 }
 
 // rules is one loaded policy file: what a request is decided by until a
@@ -98,7 +99,7 @@ func buildRule(pc PolicyConfig, store sluice.Store, mp metric.MeterProvider) (*r
 		return nil, err
 	}
 	return &rule{name: pc.Name, match: pc.Match, limit: st.Limit(), cost: st.Cost(), limiter: st,
-		algorithm: st.Algorithm(), fallback: pc.Fallback}, nil
+		algorithm: st.Algorithm(), fallback: pc.Fallback, shadow: pc.Shadow}, nil
 }
 
 // Close waits for the calls in flight on rs and closes its leases, giving

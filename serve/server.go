@@ -141,9 +141,10 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		return nil, status.Errorf(codes.InvalidArgument, "%d descriptors: at most %d in one request", len(ds), maxDescriptors)
 	}
 	type check struct {
-		rule *rule
-		key  string
-		cost int64
+		rule    *rule
+		key     string
+		cost    int64
+		entries []entry
 	}
 	checks := make([]check, len(ds))
 	for i, d := range ds {
@@ -174,7 +175,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		if err := ext.CheckRequest(r.limiter, key, r.limit, cost); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d (policy %q): hits_addend %d: %v", i, r.name, hits, err)
 		}
-		checks[i] = check{r, key, cost}
+		checks[i] = check{r, key, cost, entries}
 	}
 
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}
@@ -186,6 +187,12 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			if rs.deny {
 				st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 				resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+			}
+			continue
+		}
+		if c.rule.shadow {
+			if err := s.shadow(ctx, c.rule, c.key, c.cost, describeEntries(c.entries), "grpc"); err != nil {
+				return nil, status.FromContextError(err).Err()
 			}
 			continue
 		}
@@ -260,6 +267,10 @@ type AllowResponse struct {
 	RetryAfterMs int64  `json:"retry_after_ms"`
 	ResetAfterMs int64  `json:"reset_after_ms"`
 	Source       string `json:"source"`
+	// ShadowDenied says that the policy, in shadow mode, would have
+	// denied: Allowed is true and RetryAfterMs 0, as the request is let
+	// through; Remaining and ResetAfterMs are the store's.
+	ShadowDenied bool `json:"shadow_denied,omitempty"`
 }
 
 // Handler serves POST /v1/allow, GET /healthz, GET /readyz and, when
@@ -317,10 +328,18 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "cost: %v", err)
 		return
 	}
-	d, err := rule.limiter.AllowN(r.Context(), key, rule.limit, cost)
+	ctx := r.Context()
+	if rule.shadow {
+		ctx = ext.WithShadow(ctx)
+	}
+	d, err := rule.limiter.AllowN(ctx, key, rule.limit, cost)
 	if err != nil {
 		s.logger.Error("serve: no decision", "policy", rule.name, "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "no decision: the store is unavailable"})
+		return
+	}
+	if rule.shadow {
+		writeJSON(w, http.StatusOK, s.shadowAnswer(rule, req, d))
 		return
 	}
 	policy, rateLimit := httplimit.Fields(rule.name, rule.algorithm, rule.limit, d)
