@@ -2,7 +2,9 @@ package httplimit_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -210,4 +212,46 @@ func attrs(kvs []attribute.KeyValue) map[string]any {
 		m[string(kv.Key)] = kv.Value.AsInterface()
 	}
 	return m
+}
+
+// scripted answers every decision with d, err.
+type scripted struct {
+	d   sluice.Decision
+	err error
+}
+
+func (s scripted) AllowN(context.Context, string, sluice.Limit, int64) (sluice.Decision, error) {
+	return s.d, s.err
+}
+
+// TestShadowPolicyNeverFailsARequest: under a shadow policy, a denial by a
+// Closed fallback is not a 503, a limiter error not a 503 and a key
+// function that cannot work not a 500: each request goes on, the errors
+// logged at Error, and no limiting field is sent.
+func TestShadowPolicyNeverFailsARequest(t *testing.T) {
+	for name, p := range map[string]httplimit.Policy{
+		"closed fallback": {Limiter: scripted{d: sluice.Decision{Source: sluice.SourceFallbackClosed, RetryAfter: time.Second}}},
+		"limiter error":   {Limiter: scripted{err: errors.New("connection refused")}},
+		"misconfigured key": {Limiter: scripted{d: sluice.Decision{Allowed: true}},
+			Key: func(*http.Request) (string, error) { return "", httplimit.ErrKeyMisconfigured }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p.Name, p.Limit, p.Shadow = "dry-run", sluice.PerMinute(10), true
+			var logs bytes.Buffer
+			mw, err := httplimit.Middleware([]httplimit.Policy{p}, httplimit.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+			require.NoError(t, err)
+			rec := httptest.NewRecorder()
+			mw(ok).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+			require.Equal(t, http.StatusOK, rec.Code)
+			for _, h := range limitingHeaders {
+				require.Empty(t, rec.Header().Values(h), h)
+			}
+			if name == "closed fallback" {
+				require.Len(t, logLines(t, &logs, httplimit.ShadowDenialMessage), 1)
+				return
+			}
+			require.Contains(t, logs.String(), `"level":"ERROR"`)
+			require.Contains(t, logs.String(), `"policy":"dry-run"`)
+		})
+	}
 }

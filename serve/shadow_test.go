@@ -12,7 +12,10 @@ import (
 	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -97,8 +100,12 @@ func TestShadowPolicyAtItsLimitAnswersOK(t *testing.T) {
 		t.Run(map[bool]string{true: "shadow", false: "enforced"}[shadow], func(t *testing.T) {
 			store := newMemStore(t, memstore.WithClock(sluicetest.NewFakeClock(time.Unix(1_700_000_000, 0))))
 			reader := sdkmetric.NewManualReader()
+			registry := prometheus.NewRegistry()
+			exporter, err := otelprom.New(otelprom.WithRegisterer(registry))
+			require.NoError(t, err)
 			logs := &lockedBuffer{}
-			srv, err := serve.New([]byte(shadowPolicies(shadow)), store, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+			srv, err := serve.New([]byte(shadowPolicies(shadow)), store,
+				sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithReader(exporter)),
 				slog.New(slog.NewJSONHandler(logs, nil)))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = srv.Close() })
@@ -160,6 +167,16 @@ func TestShadowPolicyAtItsLimitAnswersOK(t *testing.T) {
 			require.Equal(t, "INFO", denials[0]["level"])
 			require.Equal(t, map[string]int64{"shadow": 2}, shadowDecisions(t, reader, "denied"))
 			require.Equal(t, map[string]int64{"shadow": 4}, shadowDecisions(t, reader, "allowed"))
+			rec := httptest.NewRecorder()
+			srv.Handler(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			var exposed string
+			for _, line := range strings.Split(rec.Body.String(), "\n") {
+				if strings.HasPrefix(line, "sluice_decisions_total{") && strings.Contains(line, `sluice_outcome="denied"`) {
+					exposed = line
+				}
+			}
+			require.Contains(t, exposed, `sluice_shadow="true"`, rec.Body.String())
+			require.True(t, strings.HasSuffix(exposed, " 2"), exposed)
 
 			// Counted: the same policy, enforced, on the same store denies.
 			enforced, err := serve.New([]byte(shadowPolicies(false)), store, nil, nil)
@@ -182,4 +199,27 @@ func headerKeys(resp *rlsv3.RateLimitResponse) []string {
 		keys = append(keys, h.GetKey())
 	}
 	return keys
+}
+
+// TestShadowPolicyStoreErrorAnswersOK: with the store down, a shadow
+// policy's descriptor is answered OK over gRPC (not UNAVAILABLE) and the
+// error logged, with the descriptor's long value as its SHA-256; POST
+// /v1/allow still answers 503, having no decision.
+func TestShadowPolicyStoreErrorAnswersOK(t *testing.T) {
+	logs := &lockedBuffer{}
+	srv, err := serve.New([]byte(shadowPolicies(true)), downStore{}, nil, slog.New(slog.NewJSONHandler(logs, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	resp := ask(t, startRLS(t, srv), descriptor("user", strings.Repeat("x", 100)))
+	require.Equal(t, ok, resp.GetOverallCode())
+	require.Empty(t, headerKeys(resp))
+	errs := logs.lines(t, "serve: shadow policy: no decision; the descriptor is allowed")
+	require.Len(t, errs, 1)
+	require.Equal(t, "per-user", errs[0]["policy"])
+	require.True(t, strings.HasPrefix(errs[0]["descriptor"].(string), "user=sha256:"), errs[0]["descriptor"])
+
+	web := httptest.NewServer(srv.Handler(nil))
+	t.Cleanup(web.Close)
+	httpResp, body := post(t, web.URL+"/v1/allow", `{"policy": "per-user", "key": "u1"}`)
+	require.Equal(t, http.StatusServiceUnavailable, httpResp.StatusCode, body)
 }
