@@ -1,0 +1,359 @@
+// Package accesslog reads HTTP access logs into [Record]s for sluice
+// replay: the nginx/Apache common and combined formats, JSON lines and CSV
+// with a header row, plain or gzip-compressed, with the format detected
+// when not given.
+//
+// A Reader streams: memory is bounded by one line (at most [MaxLineBytes])
+// and a bounded cache of keys, whatever the size of the log. A line that
+// cannot be parsed is never fatal: it is counted and, up to
+// Options.MaxLineErrors, kept with its line number and the reason
+// ([Reader.Skipped]); [Reader.Err] reports only I/O errors.
+package accesslog
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice/httplimit"
+)
+
+// MaxLineBytes is the longest line a Reader reads; a longer line is
+// skipped as a [LineError].
+const MaxLineBytes = 64 << 10
+
+// Record is one request of an access log.
+type Record struct {
+	Time   time.Time
+	Key    string // the rate-limiting key, as httplimit derives it
+	Route  string // a logged route (JSON and CSV only), or ""
+	Method string // "" if not logged
+	Path   string // the request path, without its query string
+	Cost   int64  // 1 unless a cost field says otherwise
+	Line   int64  // 1-based line number in the (decompressed) input
+}
+
+// LineError is a line the Reader skipped.
+type LineError struct {
+	Line   int64
+	Reason string
+}
+
+func (e LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
+
+// Format is the format of an access log.
+type Format int
+
+// The formats. Common is the NCSA common log format
+// (`host ident user [time] "request" status bytes`), Combined adds
+// `"referer" "user-agent"`; both accept a trailing rest (nginx's default
+// combined format followed by more fields, for instance).
+const (
+	Auto Format = iota // detect from the first lines
+	Common
+	Combined
+	JSON // one JSON object per line
+	CSV  // comma-separated values, the first line a header naming the columns
+)
+
+var formatNames = [...]string{"auto", "common", "combined", "json", "csv"}
+
+func (f Format) String() string {
+	if f >= 0 && int(f) < len(formatNames) {
+		return formatNames[f]
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
+// ParseFormat returns the Format named s ("auto", "common", "combined",
+// "json" or "csv").
+func ParseFormat(s string) (Format, error) {
+	for i, n := range formatNames {
+		if n == s {
+			return Format(i), nil
+		}
+	}
+	return 0, fmt.Errorf("accesslog: unknown format %q (want auto, common, combined, json or csv)", s)
+}
+
+// FieldNames names the fields of JSON lines and the columns of CSV; an
+// empty name takes its default. Time and the key's field are required on
+// every line; the others are optional.
+type FieldNames struct {
+	Time   string // default "time"
+	Client string // the client address; default "remote_addr"
+	Route  string // default "route"
+	Method string // default "method"
+	Path   string // default "path"; a query string is dropped
+	Cost   string // default "cost"; a positive integer
+}
+
+func (f FieldNames) withDefaults() FieldNames {
+	def := func(s *string, d string) {
+		if *s == "" {
+			*s = d
+		}
+	}
+	def(&f.Time, "time")
+	def(&f.Client, "remote_addr")
+	def(&f.Route, "route")
+	def(&f.Method, "method")
+	def(&f.Path, "path")
+	def(&f.Cost, "cost")
+	return f
+}
+
+// Options configures a Reader. The zero value detects the format, keys
+// by client address and keeps the first 100 line errors.
+type Options struct {
+	Format Format
+	Fields FieldNames
+	// KeyFrom chooses the key: "" or "client" is the client address as
+	// httplimit.RemoteAddr keys it (IPv4 as is, IPv6 grouped by /64);
+	// any other name is a logged value, keyed as httplimit.Header keys
+	// a header (values over 64 bytes hashed). In JSON and CSV it names
+	// a field; in the common and combined formats it is "user",
+	// "referer" or "user_agent" (the last two combined only).
+	KeyFrom string
+	// MaxLineErrors is how many LineErrors Skipped keeps (all are
+	// counted); 0 means 100, a negative value none.
+	MaxLineErrors int
+}
+
+// ErrEmpty is returned by NewReader when the format is to be detected and
+// the input has no non-empty line.
+var ErrEmpty = errors.New("accesslog: the input is empty: no format to detect")
+
+// Reader reads Records from an access log. It is not safe for concurrent
+// use.
+type Reader struct {
+	br      *bufio.Reader
+	opts    Options
+	fields  FieldNames
+	format  Format
+	maxErrs int
+
+	line    int64
+	err     error
+	skipped int64
+	first   []LineError
+
+	clfKey   int    // which CLF field keys: clfClient, clfUser, ...
+	keyField string // JSON and CSV: the field that keys, "" for the client address
+	keyReq   http.Request
+	keyAddr  httplimit.KeyFunc
+	keyHdr   httplimit.KeyFunc
+	hdrVal   []string
+	keys     map[string]string // raw value -> key, bounded by maxKeyCache
+	zones    zoneCache
+
+	csv csvState
+	js  jsonState
+}
+
+const maxKeyCache = 1 << 16
+
+// NewReader returns a Reader of r. It reads the first lines when the
+// format is to be detected, and the header row of CSV; the error is about
+// these, or about opts. A gzip stream (by its magic bytes) is read
+// decompressed.
+func NewReader(r io.Reader, opts Options) (*Reader, error) {
+	if opts.Format < Auto || opts.Format > CSV {
+		return nil, fmt.Errorf("accesslog: unknown format %v", opts.Format)
+	}
+	br := bufio.NewReaderSize(r, MaxLineBytes)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("accesslog: gzip: %w", err)
+		}
+		br = bufio.NewReaderSize(zr, MaxLineBytes)
+	}
+	rd := &Reader{br: br, opts: opts, fields: opts.Fields.withDefaults(), format: opts.Format,
+		maxErrs: opts.MaxLineErrors, keys: make(map[string]string)}
+	if rd.maxErrs == 0 {
+		rd.maxErrs = 100
+	}
+	rd.hdrVal = []string{""}
+	rd.keyReq.Header = http.Header{"X-Key": rd.hdrVal}
+	rd.keyAddr = httplimit.RemoteAddr()
+	rd.keyHdr = httplimit.Header("X-Key")
+	if rd.format == Auto {
+		f, err := detect(br, rd.fields)
+		if err != nil {
+			return nil, err
+		}
+		rd.format = f
+	}
+	if err := rd.setup(); err != nil {
+		return nil, err
+	}
+	return rd, nil
+}
+
+func (rd *Reader) setup() error {
+	switch rd.format {
+	case Common, Combined:
+		switch rd.opts.KeyFrom {
+		case "", "client":
+			rd.clfKey = clfClient
+		case "user":
+			rd.clfKey = clfUser
+		case "referer", "user_agent":
+			if rd.format != Combined {
+				return fmt.Errorf("accesslog: KeyFrom %q needs the combined format, not common", rd.opts.KeyFrom)
+			}
+			rd.clfKey = clfReferer
+			if rd.opts.KeyFrom == "user_agent" {
+				rd.clfKey = clfAgent
+			}
+		default:
+			return fmt.Errorf("accesslog: KeyFrom %q: the %v format has client, user, referer and user_agent", rd.opts.KeyFrom, rd.format)
+		}
+	case JSON, CSV:
+		if rd.opts.KeyFrom != "client" {
+			rd.keyField = rd.opts.KeyFrom
+		}
+		rd.js.obj = make(map[string]json.RawMessage)
+		if rd.format == JSON {
+			return nil
+		}
+		return rd.readCSVHeader()
+	}
+	return nil
+}
+
+// Format returns the format being read (the detected one under Auto).
+func (rd *Reader) Format() Format { return rd.format }
+
+// Next returns the next Record, or false at the end of the input or on an
+// I/O error ([Reader.Err]). Lines it cannot parse are skipped and counted.
+func (rd *Reader) Next() (Record, bool) {
+	for rd.err == nil {
+		line, ok := rd.readLine()
+		if !ok {
+			return Record{}, false
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var rec Record
+		var reason string
+		switch rd.format {
+		case Common, Combined:
+			reason = rd.parseCLF(line, &rec)
+		case JSON:
+			reason = rd.parseJSON(line, &rec)
+		case CSV:
+			reason = rd.parseCSV(line, &rec)
+		}
+		if reason != "" {
+			rd.skip(reason)
+			continue
+		}
+		rec.Line = rd.line
+		return rec, true
+	}
+	return Record{}, false
+}
+
+// Err returns the I/O error that ended reading, or nil at the end of the
+// input.
+func (rd *Reader) Err() error { return rd.err }
+
+// Skipped returns how many lines were skipped and the first of them, in
+// order (at most Options.MaxLineErrors).
+func (rd *Reader) Skipped() (count int64, first []LineError) { return rd.skipped, rd.first }
+
+func (rd *Reader) skip(reason string) {
+	rd.skipped++
+	if len(rd.first) < rd.maxErrs {
+		rd.first = append(rd.first, LineError{Line: rd.line, Reason: reason})
+	}
+}
+
+// readLine returns the next line without its line ending; it skips (and
+// reports) a line longer than MaxLineBytes.
+func (rd *Reader) readLine() ([]byte, bool) {
+	for {
+		line, err := rd.br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			rd.line++
+			for err == bufio.ErrBufferFull {
+				_, err = rd.br.ReadSlice('\n')
+			}
+			rd.skip(fmt.Sprintf("line longer than %d bytes", MaxLineBytes))
+			if err != nil && err != io.EOF {
+				rd.err = err
+				return nil, false
+			}
+			if err == io.EOF {
+				return nil, false
+			}
+			continue
+		}
+		if err != nil && err != io.EOF {
+			rd.err = err
+			return nil, false
+		}
+		if len(line) == 0 {
+			return nil, false
+		}
+		rd.line++
+		line = bytes.TrimSuffix(line, []byte{'\n'})
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		return line, true
+	}
+}
+
+// clientKey keys by a client address as httplimit.RemoteAddr does.
+func (rd *Reader) clientKey(addr []byte) (string, string) {
+	if k, ok := rd.keys[string(addr)]; ok {
+		return k, ""
+	}
+	rd.keyReq.RemoteAddr = string(addr)
+	k, err := rd.keyAddr(&rd.keyReq)
+	if err != nil {
+		return "", fmt.Sprintf("client address %q is not an IP address", truncate(addr))
+	}
+	rd.remember(rd.keyReq.RemoteAddr, k)
+	return k, ""
+}
+
+// valueKey keys by a logged value as httplimit.Header keys by a header.
+func (rd *Reader) valueKey(name string, v []byte) (string, string) {
+	if len(v) == 0 {
+		return "", fmt.Sprintf("no key: %s is empty or missing", name)
+	}
+	if k, ok := rd.keys[string(v)]; ok {
+		return k, ""
+	}
+	rd.hdrVal[0] = string(v)
+	k, err := rd.keyHdr(&rd.keyReq)
+	if err != nil {
+		return "", fmt.Sprintf("no key: %s: %v", name, err)
+	}
+	rd.remember(rd.hdrVal[0], k)
+	return k, ""
+}
+
+func (rd *Reader) remember(raw, key string) {
+	if len(rd.keys) >= maxKeyCache {
+		clear(rd.keys)
+	}
+	rd.keys[raw] = key
+}
+
+// truncate bounds a value quoted in a reason.
+func truncate(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "…"
+	}
+	return string(b)
+}
