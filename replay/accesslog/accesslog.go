@@ -14,7 +14,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -220,7 +219,8 @@ func (rd *Reader) setup() error {
 		if rd.opts.KeyFrom != "client" {
 			rd.keyField = rd.opts.KeyFrom
 		}
-		rd.js.obj = make(map[string]json.RawMessage)
+		f := rd.fields
+		rd.js.init(f.Time, f.Client, f.Route, f.Method, f.Path, f.Cost, rd.keyField)
 		if rd.format == JSON {
 			return nil
 		}

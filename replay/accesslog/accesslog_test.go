@@ -105,13 +105,16 @@ func TestFormats(t *testing.T) {
 			`{"ts":"yesterday","ip":"192.0.2.1"}` + "\n" +
 			`{"ts":1791666936,"ip":"192.0.2.1","cost":0}` + "\n" +
 			`{"ts":1791666936}` + "\n" +
-			`{"ts":1791666936,"ip":true}` + "\n",
+			`{"ts":1791666936,"ip":true}` + "\n" +
+			`{"meta":{"ts":"x","a":[1,{"b":"}\""}]}, "t\u0073" : 1791666936 ,"ip":"192.0.2.2","ts2":[]}` + "\n" +
+			`[1]` + "\n",
 		want: []Record{
 			{Time: time.Date(2026, 10, 10, 20, 55, 36, 25e7, time.UTC), Key: "192.0.2.9", Route: "GET /a", Method: "GET", Path: "/a", Cost: 3, Line: 1},
 			{Time: time.Unix(1791666936, 0).UTC(), Key: "192.0.2.1", Cost: 1, Line: 2},
 			{Time: time.Unix(1791666936, 5e8).UTC(), Key: "192.0.2.1", Cost: 1, Line: 3},
 			{Time: time.Unix(1791666936, 5e8).UTC(), Key: "192.0.2.1", Cost: 1, Line: 4},
 			{Time: t0, Key: "192.0.2.1", Cost: 1, Line: 5},
+			{Time: time.Unix(1791666936, 0).UTC(), Key: "192.0.2.2", Cost: 1, Line: 12},
 		},
 		bad: []LineError{
 			{6, "not a JSON object: invalid character 'o' in literal null (expecting 'u')"},
@@ -120,6 +123,7 @@ func TestFormats(t *testing.T) {
 			{9, `cost "0" is not a positive integer`},
 			{10, `no "ip" field (the client address)`},
 			{11, `field "ip" is true, not a string or a number`},
+			{13, "not a JSON object"},
 		},
 	}, {
 		name:  "json keyed by a field",

@@ -3,7 +3,6 @@ package accesslog
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"testing"
 )
 
@@ -61,5 +60,3 @@ func BenchmarkReadCommon(b *testing.B)   { benchRead(b, Common) }
 func BenchmarkReadCombined(b *testing.B) { benchRead(b, Combined) }
 func BenchmarkReadJSON(b *testing.B)     { benchRead(b, JSON) }
 func BenchmarkReadCSV(b *testing.B)      { benchRead(b, CSV) }
-
-var _ io.Reader = (*bytes.Reader)(nil)

@@ -5,28 +5,125 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 )
 
-// jsonState reads JSON lines.
+// jsonState reads JSON lines: vals holds, per wanted field name, the raw
+// value of the current line.
 type jsonState struct {
-	obj map[string]json.RawMessage
+	names []string
+	vals  [][]byte
+}
+
+func (j *jsonState) init(names ...string) {
+	for _, n := range names {
+		if n != "" && !slices.Contains(j.names, n) {
+			j.names = append(j.names, n)
+		}
+	}
+	j.vals = make([][]byte, len(j.names))
 }
 
 func (rd *Reader) parseJSON(line []byte, rec *Record) string {
-	clear(rd.js.obj)
-	if err := json.Unmarshal(line, &rd.js.obj); err != nil {
-		return "not a JSON object: " + err.Error()
+	j := &rd.js
+	if !json.Valid(line) {
+		var v any
+		return "not a JSON object: " + json.Unmarshal(line, &v).Error()
+	}
+	line = bytes.TrimSpace(line)
+	if line[0] != '{' {
+		return "not a JSON object"
+	}
+	clear(j.vals)
+	// line is valid JSON: scan its top-level members.
+	i := 1
+	for {
+		i = skipSpace(line, i)
+		if line[i] == '}' {
+			break
+		}
+		kEnd := endOfString(line, i)
+		key := line[i+1 : kEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			_ = json.Unmarshal(line[i:kEnd], &k) // valid: the line is
+			key = []byte(k)
+		}
+		i = skipSpace(line, kEnd) + 1 // past ':'
+		i = skipSpace(line, i)
+		vEnd := endOfValue(line, i)
+		for n, name := range j.names {
+			if string(key) == name {
+				j.vals[n] = line[i:vEnd]
+			}
+		}
+		i = skipSpace(line, vEnd)
+		if line[i] == '}' {
+			break
+		}
+		i++ // past ','
 	}
 	get := func(name string) ([]byte, bool, string) {
-		raw, ok := rd.js.obj[name]
-		if !ok {
+		n := slices.Index(j.names, name)
+		if n < 0 || j.vals[n] == nil {
 			return nil, false, ""
 		}
-		return jsonValue(name, raw)
+		return jsonValue(name, j.vals[n])
 	}
 	return rd.fill(rec, get)
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the index after the JSON string that starts at b[i].
+func endOfString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// endOfValue returns the index after the valid JSON value at b[i].
+func endOfValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			i = endOfString(b, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+	}
+	return i
 }
 
 // jsonValue returns a JSON string's contents or a number's text; isStr
