@@ -161,7 +161,8 @@ const maxKeyCache = 1 << 16
 // NewReader returns a Reader of r. It reads the first lines when the
 // format is to be detected, and the header row of CSV; the error is about
 // these, or about opts. A gzip stream (by its magic bytes) is read
-// decompressed.
+// decompressed, and a leading UTF-8 byte order mark is dropped.
+// Detection reads up to MaxLineBytes ahead before the first record.
 func NewReader(r io.Reader, opts Options) (*Reader, error) {
 	if opts.Format < Auto || opts.Format > CSV {
 		return nil, fmt.Errorf("accesslog: unknown format %v", opts.Format)
@@ -173,6 +174,9 @@ func NewReader(r io.Reader, opts Options) (*Reader, error) {
 			return nil, fmt.Errorf("accesslog: gzip: %w", err)
 		}
 		br = bufio.NewReaderSize(zr, MaxLineBytes)
+	}
+	if bom, _ := br.Peek(3); string(bom) == "\ufeff" {
+		br.Discard(3) // a UTF-8 byte order mark, as spreadsheets write
 	}
 	rd := &Reader{br: br, opts: opts, fields: opts.Fields.withDefaults(), format: opts.Format,
 		maxErrs: opts.MaxLineErrors, keys: make(map[string]string)}

@@ -66,7 +66,7 @@ func TestFormats(t *testing.T) {
 			`192.0.2.1 - - [10/Oct/2026:13:55:36 -0700 "GET / HTTP/1.1" 200 1`,
 			`192.0.2.1 - - [10/Oct/2026:13:55:36 -0700] GET / HTTP/1.1 200 1`,
 			`192.0.2.1 - - [10/Oct/2026:13:55:36 -0700] "GET / HTTP/1.1" OK 1`,
-			`192.0.2.1 - - [31/Feb/2026:13:55:36 -0700] "GET / HTTP/1.1" 200 1`,
+			`192.0.2.1 - - [29/Feb/2100:13:55:36 -0700] "GET / HTTP/1.1" 200 1`,
 			`192.0.2.1 - - [10/Oct/2026:13:55:36 -0700] "\x16\x03\x01" 400 1`,
 			`example.com - - [10/Oct/2026:13:55:36 -0700] "GET / HTTP/1.1" 200 1`,
 			`192.0.2.1 - - [10/Oct/2026:13:55:36 -0700] "GET / HTTP/1.1" 200`,
@@ -78,7 +78,7 @@ func TestFormats(t *testing.T) {
 			{4, "unterminated [time"},
 			{5, "no quoted request line after the time"},
 			{6, `status "OK" is not a 3-digit code`},
-			{7, `time "31/Feb/2026:13:55:36 -0700" is not [02/Jan/2006:15:04:05 -0700]`},
+			{7, `time "29/Feb/2100:13:55:36 -0700" is not [02/Jan/2006:15:04:05 -0700]`},
 			{8, `request line "\\x16\\x03\\x01" is not METHOD PATH PROTOCOL`},
 			{9, `client address "example.com" is not an IP address`},
 			{10, "no bytes field"},
@@ -192,6 +192,10 @@ func TestCLFTimeKeepsItsZone(t *testing.T) {
 	if _, off := recs[0].Time.Zone(); off != -7*3600 {
 		t.Errorf("zone offset %d, want -25200", off)
 	}
+	leap := strings.Replace(commonLine, "10/Oct/2026", "29/Feb/2000", 1)
+	if recs, _ := readAll(t, leap, Options{Format: Common}); len(recs) != 1 || recs[0].Time.Day() != 29 {
+		t.Errorf("29 Feb 2000: %+v", recs)
+	}
 }
 
 func TestDetect(t *testing.T) {
@@ -204,6 +208,7 @@ func TestDetect(t *testing.T) {
 		{"combined", combinedLine + "\ngarbage\n" + combinedLine, Combined, ""},
 		{"json", `{"time":1,"remote_addr":"192.0.2.1"}`, JSON, ""},
 		{"csv", "remote_addr,time\n192.0.2.1,1\n", CSV, ""},
+		{"csv after a byte order mark", "\ufefftime,remote_addr\n1,192.0.2.1\n", CSV, ""},
 		{"json then clf", `{"time":1}` + "\n" + commonLine, Auto, "cannot detect the format: the first lines are json and combined (line 2)"},
 		{"nothing", "hello\nworld\n", Auto, "none of the first 2 non-empty lines"},
 		{"empty", "\n \n", Auto, ErrEmpty.Error()},

@@ -231,8 +231,13 @@ func (z *zoneCache) parseCLFTime(b []byte) (time.Time, bool) {
 	return time.Date(year, time.Month(month), day, hour, minute, sec, 0, z.loc), true
 }
 
+var monthDays = [13]int{0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+
 func daysIn(month, year int) int {
-	return time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+	if month == 2 && (year%4 != 0 || year%100 == 0 && year%400 != 0) {
+		return 28
+	}
+	return monthDays[month]
 }
 
 func num(b []byte) (int, bool) {
