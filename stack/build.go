@@ -111,6 +111,11 @@ func (s *Stack) Algorithm() sluice.Limiter { return s.algorithm }
 // "tokenbucket"] for a Spec with everything.
 func (s *Stack) Layers() []string { return append([]string(nil), s.layers...) }
 
+// AlgorithmName names the algorithm, the last of [Stack.Layers], with no
+// copy: "tokenbucket", "gcra", "fixedwindow", "slidingcounter" or
+// "slidinglog".
+func (s *Stack) AlgorithmName() string { return s.layers[len(s.layers)-1] }
+
 // Refills reports whether the algorithm's quota comes back continuously
 // (the token bucket and GCRA) rather than by windows.
 func (s *Stack) Refills() bool { return s.refills }

@@ -101,6 +101,7 @@ func TestEveryLayerIsBuilt(t *testing.T) {
 	require.EqualValues(t, 1, st.Cost())
 	require.True(t, st.Refills())
 	require.Equal(t, []string{"sluiceotel", "fallback", "denycache", "shard", "lease", "coalesce", "tokenbucket"}, st.Layers())
+	require.Equal(t, "tokenbucket", st.AlgorithmName())
 	_, leases := sluice.As[ext.Leaser](st)
 	require.False(t, leases, "a lease does not lease to a layer above it")
 	_, resets := sluice.As[sluice.Resetter](st)

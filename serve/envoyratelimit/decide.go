@@ -147,7 +147,7 @@ func (s *Service) decideOne(ctx context.Context, st *state, domain string, l *co
 		threshold = uint64(capacity)
 		n := int64(min(hits, uint64(math.MaxInt64)))
 		key := counterKey(s.opts.CacheKeyPrefix, domain, b, l)
-		if n == 0 && algorithmOf(b) == "fixedwindow" {
+		if n == 0 && b.AlgorithmName() == "fixedwindow" {
 			// A check of a fixed window is over when the counter holds
 			// more than the limit in force, which a lowered override or a
 			// reload can leave: a peek under one more than the limit
@@ -252,13 +252,7 @@ func sub(a, b uint64) uint64 { return a - min(a, b) }
 // prefix, the domain, the algorithm and the descriptor's keys and values.
 // Long parts are replaced by their SHA-256.
 func counterKey(prefix, domain string, b *stack.Stack, l *config.Limit) string {
-	return sluice.Key(bounded(l.Tag, 64), "erl", prefix, domain, algorithmOf(b), l.Unit.String(), bounded(l.ID, 128))
-}
-
-// algorithmOf names b's algorithm, its innermost layer.
-func algorithmOf(b *stack.Stack) string {
-	layers := b.Layers()
-	return layers[len(layers)-1]
+	return sluice.Key(bounded(l.Tag, 64), "erl", prefix, domain, b.AlgorithmName(), l.Unit.String(), bounded(l.ID, 128))
 }
 
 // peekAbove peeks at a fixed window's counter under one more than limit:
