@@ -5,10 +5,11 @@ import (
 	"os"
 )
 
-// contentWatch tells when a file's content changed (the overlay file:
-// envoyproxy/ratelimit has no such file, so no watch of theirs to
-// follow). A file that cannot be read is no change: it is read again at
-// the next poll, and a reload would refuse it anyway.
+// contentWatch tells when a file's content changed: the native mode's
+// policy file, and the overlay file (envoyproxy/ratelimit has no such
+// file, so no watch of theirs to follow). last is the content seen last.
+// A file that cannot be read is no change: it is read again at the next
+// poll.
 type contentWatch struct {
 	path string
 	last []byte

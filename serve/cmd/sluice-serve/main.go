@@ -30,7 +30,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -205,32 +204,14 @@ func reload(srv *serve.Server, path string, logger *slog.Logger) {
 // stops the watch. loaded is the content the server was built from, so
 // that a change made since, before the watch began, reloads too.
 func watch(srv *serve.Server, path string, loaded []byte, interval time.Duration, logger *slog.Logger) func() {
-	last := loaded
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ticker := time.NewTicker(interval)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ticker.C:
-			}
-			config, err := os.ReadFile(path)
-			if err != nil || bytes.Equal(config, last) {
-				continue
-			}
-			last = config
-			if err := srv.Reload(config); err != nil {
-				logger.Error("sluice serve: the policy file changed and does not build; the policies in force are kept", "config", path, "err", err)
-				continue
-			}
-			logger.Info("sluice serve: reloaded", "config", path, "on", "change")
+	w := &contentWatch{path: path, last: loaded}
+	return pollRuntime(w, interval, func() { // on the poll's goroutine, right after w.changed
+		if err := srv.Reload(w.last); err != nil {
+			logger.Error("sluice serve: the policy file changed and does not build; the policies in force are kept", "config", path, "err", err)
+			return
 		}
-	}()
-	return func() { close(stop); <-done }
+		logger.Info("sluice serve: reloaded", "config", path, "on", "change")
+	})
 }
 
 // openStore opens the store --redis names: a URL of one of
