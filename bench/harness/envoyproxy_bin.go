@@ -14,74 +14,23 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-)
 
-// The envoyproxy/ratelimit the serve scenarios run: its service command at
-// the commit issue 26 names (3fb702589d36), as serve/envoydiff installs it.
-const (
-	envoyProxyModule  = "github.com/envoyproxy/ratelimit/src/service_cmd"
-	envoyProxyVersion = "v1.4.1-0.20260122083618-3fb702589d36"
+	"github.com/sluicehq/sluice/internal/envoyrl"
 )
 
 // sluiceServePackage is the command built from the workspace.
 const sluiceServePackage = "github.com/sluicehq/sluice/serve/cmd/sluice-serve"
 
 var (
-	envoyProxyOnce sync.Once
-	envoyProxyPath string
-	envoyProxyErr  error
-
 	sluiceServeOnce sync.Once
 	sluiceServePath string
 	sluiceServeErr  error
 )
 
 // envoyProxyBinary returns envoyproxy/ratelimit's service command,
-// installed on first use (see installEnvoyProxy) and reused by this
-// process.
-func envoyProxyBinary() (string, error) {
-	envoyProxyOnce.Do(func() {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			envoyProxyErr = fmt.Errorf("no user cache directory: %w", err)
-			return
-		}
-		envoyProxyPath, envoyProxyErr = installEnvoyProxy(cache)
-	})
-	return envoyProxyPath, envoyProxyErr
-}
-
-// installEnvoyProxy returns cache/sluice/envoydiff/<version>/service_cmd,
-// running go install of envoyProxyModule at envoyProxyVersion into it when
-// it is not there yet (about 100 s, and it needs the module proxy). The
-// binary is installed into a directory of this call's own and renamed into
-// place, so that a concurrent install, or one killed half-way, never
-// leaves a partial binary at the path.
-func installEnvoyProxy(cache string) (string, error) {
-	dir := filepath.Join(cache, "sluice", "envoydiff", envoyProxyVersion)
-	bin := filepath.Join(dir, "service_cmd")
-	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	gobin, err := os.MkdirTemp(dir, "install-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(gobin)
-	cmd := exec.Command("go", "install", envoyProxyModule+"@"+envoyProxyVersion)
-	cmd.Dir = gobin // outside any module or workspace
-	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go install %s@%s: %w: %s", envoyProxyModule, envoyProxyVersion, err, lastLines(string(out), 5))
-	}
-	if err := os.Rename(filepath.Join(gobin, "service_cmd"), bin); err != nil {
-		return "", err
-	}
-	return bin, nil
-}
+// installed on first use into the cache directory serve/envoydiff shares
+// (package envoyrl).
+func envoyProxyBinary() (string, error) { return envoyrl.Binary(nil) }
 
 // sluiceServeBinary returns the sluice-serve the serve scenarios run, found
 // once per process (see findSluiceServe).

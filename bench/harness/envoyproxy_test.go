@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/envoyrl"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
@@ -166,16 +167,16 @@ func TestBinariesAreFoundOrSayHow(t *testing.T) {
 	t.Setenv("PATH", bin)
 
 	cache := t.TempDir()
-	_, err := installEnvoyProxy(cache)
-	require.ErrorContains(t, err, "go install "+envoyProxyModule+"@"+envoyProxyVersion)
+	_, err := envoyrl.Install(cache, nil)
+	require.ErrorContains(t, err, "go install "+envoyrl.Module+"@"+envoyrl.Version)
 	require.ErrorContains(t, err, "no network, for the test")
-	entries, err := os.ReadDir(filepath.Join(cache, "sluice", "envoydiff", envoyProxyVersion))
+	entries, err := os.ReadDir(filepath.Join(cache, "sluice", "envoydiff", envoyrl.Version))
 	require.NoError(t, err)
 	require.Empty(t, entries, "no partial install left behind")
 
-	installed := filepath.Join(cache, "sluice", "envoydiff", envoyProxyVersion, "service_cmd")
+	installed := filepath.Join(cache, "sluice", "envoydiff", envoyrl.Version, "service_cmd")
 	require.NoError(t, os.WriteFile(installed, []byte("#!/bin/sh\n"), 0o755))
-	got, err := installEnvoyProxy(cache)
+	got, err := envoyrl.Install(cache, nil)
 	require.NoError(t, err)
 	require.Equal(t, installed, got, "an installed binary is reused")
 

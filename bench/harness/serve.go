@@ -48,7 +48,7 @@ const (
 	ServeDirectFixedWindow = "sluice/fixedwindow: direct library call"
 	ServeGRPCFixedWindow   = "sluice serve (fixedwindow): gRPC on loopback"
 	// ServeEnvoyProxy is envoyproxy/ratelimit's own service (its
-	// service_cmd at envoyProxyVersion) and ServeEnvoyCompat sluice-serve
+	// service_cmd at envoyrl.Version) and ServeEnvoyCompat sluice-serve
 	// started as its drop-in: two processes with the same file and
 	// environment, on the scenario's redis-server.
 	ServeEnvoyProxy  = "envoyproxy/ratelimit (its service process, fixed window): gRPC on loopback"

@@ -9,16 +9,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/sluicehq/sluice/internal/envoyrl"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
-)
-
-// The envoyproxy/ratelimit the test compares with: its service command,
-// installed as a Go module at the commit issue 26 names (3fb702589d36).
-const (
-	theirModule  = "github.com/envoyproxy/ratelimit/src/service_cmd"
-	theirVersion = "v1.4.1-0.20260122083618-3fb702589d36"
 )
 
 // buildDir holds the binaries this test binary builds; TestMain removes it.
@@ -37,10 +30,6 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	theirOnce sync.Once
-	theirPath string
-	theirErr  error
-
 	ourOnce sync.Once
 	ourPath string
 	ourErr  error
@@ -53,7 +42,7 @@ var (
 // runs), where no test may skip.
 func theirBinary(t *testing.T) string {
 	t.Helper()
-	theirOnce.Do(func() { theirPath, theirErr = installTheirs() })
+	theirPath, theirErr := envoyrl.Binary(os.Stderr)
 	if theirErr != nil {
 		if os.Getenv(redistest.RequireRedisEnv) == "1" {
 			t.Fatalf("envoyproxy/ratelimit could not be installed and %s=1: %v", redistest.RequireRedisEnv, theirErr)
@@ -61,41 +50,6 @@ func theirBinary(t *testing.T) string {
 		t.Skipf("envoyproxy/ratelimit could not be installed (set %s=1 to fail instead): %v", redistest.RequireRedisEnv, theirErr)
 	}
 	return theirPath
-}
-
-func installTheirs() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no user cache directory: %w", err)
-	}
-	dir := filepath.Join(cache, "sluice", "envoydiff", theirVersion)
-	bin := filepath.Join(dir, "service_cmd")
-	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	// Install into a directory of this run's own, then rename the binary
-	// into place: a concurrent run, or one killed half-way, never leaves a
-	// partial binary at bin.
-	gobin, err := os.MkdirTemp(dir, "install-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(gobin)
-	start := time.Now()
-	cmd := exec.Command("go", "install", theirModule+"@"+theirVersion)
-	cmd.Dir = gobin // outside any module or workspace
-	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go install %s@%s: %w\n%s", theirModule, theirVersion, err, out)
-	}
-	if err := os.Rename(filepath.Join(gobin, "service_cmd"), bin); err != nil {
-		return "", err
-	}
-	fmt.Fprintf(os.Stderr, "envoydiff: installed envoyproxy/ratelimit %s into %s in %s\n", theirVersion, dir, time.Since(start).Round(time.Second))
-	return bin, nil
 }
 
 // ourBinaryEnv names a sluice-serve binary to compare instead of the one
