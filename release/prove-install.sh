@@ -33,10 +33,23 @@ for cmd in cmd/sluice serve/cmd/sluice-serve bench/cmd/sluice-bench; do
 done
 
 echo "== the installed binaries, outside the checkout"
+# expect WANT WHAT CMD...: runs CMD, then looks for WANT in all it printed.
+# The output is read whole first: `CMD | grep -q` under pipefail fails at
+# random when grep exits on the first match and CMD writes on (SIGPIPE).
+expect() {
+  local want=$1 what=$2 out
+  shift 2
+  out=$("$@" 2>&1) || true
+  if ! grep -q -- "$want" <<<"$out"; then
+    echo "$what; it printed:"
+    printf '%s\n' "$out"
+    exit 1
+  fi
+}
 "$GOBIN/sluice" help >/dev/null
-"$GOBIN/sluice" serve --help 2>&1 | grep -q -- '-config' || { echo "sluice serve did not run sluice-serve"; exit 1; }
-"$GOBIN/sluice" bench --help 2>&1 | grep -q -- '-redis' || { echo "sluice bench did not run sluice-bench"; exit 1; }
-"$GOBIN/sluice" demo --duration 30s --pods 2 | grep -q 'shared' || { echo "sluice demo printed no result"; exit 1; }
+expect '-config' "sluice serve did not run sluice-serve" "$GOBIN/sluice" serve --help
+expect '-redis' "sluice bench did not run sluice-bench" "$GOBIN/sluice" bench --help
+expect 'shared' "sluice demo printed no result" "$GOBIN/sluice" demo --duration 30s --pods 2
 
 echo "== a throwaway module: go get github.com/sluicehq/sluice/grpclimit@$version"
 mkdir "$work/app"
@@ -78,5 +91,5 @@ GO
 go get "github.com/sluicehq/sluice/grpclimit@$version"
 go mod tidy
 go build -o app .
-./app | grep -q 'grpclimit: ok'
+expect 'grpclimit: ok' "the throwaway module's program did not run" ./app
 echo "== installed and imported from outside the checkout: ok"
