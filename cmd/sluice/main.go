@@ -8,6 +8,9 @@
 //
 //	demo    reproduce the problem Sluice solves: per-pod limiters behind a
 //	        load balancer admit N times the limit, one shared bucket does not
+//	replay  decide an access log's requests under each algorithm, in
+//	        simulated time, and report whom each would have denied
+//	        (docs/choosing.md; "sluice replay -h" for its flags)
 //	help    print this help, or "sluice help demo" for the demo's flags
 //
 // # sluice demo
@@ -75,6 +78,9 @@ Commands:
 
 	demo    show that per-pod limiters admit N times the limit behind a load
 	        balancer, and that one shared Sluice bucket does not
+	replay  decide an access log's requests under each algorithm, in
+	        simulated time, and report whom each would have denied
+	        ("sluice replay -h" for its flags)
 	bench   compare Sluice's algorithms with other Go limiters on the same
 	        Redis (runs sluice-bench; "sluice bench -h" for its flags)
 	serve   the limiter as a service: Envoy's rate-limit service (gRPC) and
@@ -127,6 +133,8 @@ func runWith(ctx context.Context, signals <-chan os.Signal, args []string, stdou
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "demo":
 		return runDemoCommand(ctx, rest, stdout, stderr)
+	case "replay":
+		return runReplayCommand(ctx, rest, os.Stdin, stdout, stderr)
 	case "bench":
 		return runModuleCommand(ctx, signals, "bench", "sluice-bench", rest, stdout, stderr)
 	case "serve":

@@ -40,8 +40,8 @@ type Record struct {
 
 // LineError is a line the Reader skipped.
 type LineError struct {
-	Line   int64
-	Reason string
+	Line   int64  `json:"line"`
+	Reason string `json:"reason"`
 }
 
 func (e LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/replay"
+	"github.com/sluicehq/sluice/replay/accesslog"
+)
+
+const replayUsage = `Usage: sluice replay [flags] [log ...]
+
+Decides every request of an access log under each rate-limit algorithm, in
+simulated time from the log's timestamps, on the algorithms' Go twins (no
+Redis), and reports who would have been denied. The logs are read in order
+(rotated files oldest first); none, or "-", is standard input. gzip is read
+directly. A line that cannot be parsed is counted and reported, never fatal.
+
+What to replay: the policies of an httplimit policy file (--policies), or
+one limit (--limit, with --burst, --algorithm, --routes, --cost). Each is
+replayed under its own algorithm and every other at the same limit, unless
+--algorithms lists some.
+
+Flags:
+`
+
+type replayConfig struct {
+	policies, limit, algorithm, algorithms, routes string
+	burst, cost                                    int64
+	format, key                                    string
+	fields                                         accesslog.FieldNames
+	target                                         string
+	top, maxKeys                                   int
+	jsonOut, progress                              string
+	files                                          []string
+}
+
+func newReplayFlagSet(c *replayConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("sluice replay", flag.ContinueOnError)
+	fs.StringVar(&c.policies, "policies", "", "an httplimit policy `file` (YAML or JSON) whose policies to replay")
+	fs.StringVar(&c.limit, "limit", "", "the limit to replay when no --policies: `rate/period`, such as 100/1m")
+	fs.Int64Var(&c.burst, "burst", 0, "with --limit: the burst (default: the rate)")
+	fs.StringVar(&c.algorithm, "algorithm", "tokenbucket", "with --limit: the policy's own `algorithm`")
+	fs.StringVar(&c.routes, "routes", "", "with --limit: comma-separated ServeMux `patterns` it applies to (default: every request)")
+	fs.Int64Var(&c.cost, "cost", 1, "with --limit: what one request costs (a logged cost multiplies it)")
+	fs.StringVar(&c.algorithms, "algorithms", "", "comma-separated `algorithms` to replay under (default: all five)")
+	fs.StringVar(&c.format, "format", "auto", "the log's `format`: auto, common, combined, json or csv")
+	fs.StringVar(&c.key, "key", "client", "what keys a request: `client` (its address, IPv6 by /64) or a logged field")
+	fs.StringVar(&c.fields.Time, "field-time", "", "JSON/CSV: the time field (default time)")
+	fs.StringVar(&c.fields.Client, "field-client", "", "JSON/CSV: the client address field (default remote_addr)")
+	fs.StringVar(&c.fields.Route, "field-route", "", "JSON/CSV: the route field (default route)")
+	fs.StringVar(&c.fields.Method, "field-method", "", "JSON/CSV: the method field (default method)")
+	fs.StringVar(&c.fields.Path, "field-path", "", "JSON/CSV: the path field (default path)")
+	fs.StringVar(&c.fields.Cost, "field-cost", "", "JSON/CSV: the cost field (default cost)")
+	fs.StringVar(&c.target, "target", "", "also find the smallest limit denying at most this `share` of keys, such as 1% or 0.01")
+	fs.IntVar(&c.top, "top", 10, "how many keys to list by denials")
+	fs.IntVar(&c.maxKeys, "max-keys", 1<<20, "keys never denied kept for the report before idle ones are forgotten")
+	fs.StringVar(&c.jsonOut, "json", "", "write the report as JSON to `file` (- for standard output, instead of the text)")
+	fs.StringVar(&c.progress, "progress", "auto", "progress on standard error: auto (after 2 s), always or never")
+	return fs
+}
+
+func printReplayUsage(w io.Writer) {
+	fmt.Fprint(w, replayUsage)
+	var c replayConfig
+	fs := newReplayFlagSet(&c)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func parseReplayFlags(args []string) (replayConfig, replay.Config, error) {
+	var c replayConfig
+	fs := newReplayFlagSet(&c)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return c, replay.Config{}, err
+	}
+	c.files = fs.Args()
+	cfg := replay.Config{TopKeys: c.top, MaxKeys: c.maxKeys}
+	if c.top < 0 || c.maxKeys < 1 {
+		return c, cfg, errors.New("--top must not be negative and --max-keys must be positive")
+	}
+	switch c.progress {
+	case "auto", "always", "never":
+	default:
+		return c, cfg, fmt.Errorf("--progress %q: auto, always or never", c.progress)
+	}
+	if c.algorithms != "" {
+		cfg.Algorithms = strings.Split(c.algorithms, ",")
+	}
+	if c.target != "" {
+		t, err := parseShare(c.target)
+		if err != nil {
+			return c, cfg, err
+		}
+		cfg.Target = t
+	}
+	switch {
+	case c.policies != "" && c.limit != "":
+		return c, cfg, errors.New("--policies and --limit: give one")
+	case c.policies != "":
+		data, err := os.ReadFile(c.policies)
+		if err != nil {
+			return c, cfg, err
+		}
+		if cfg.Policies, err = replay.LoadPolicies(data); err != nil {
+			return c, cfg, err
+		}
+	case c.limit != "":
+		limit, err := parseLimit(c.limit, c.burst)
+		if err != nil {
+			return c, cfg, err
+		}
+		p := replay.Policy{Name: "limit", Algorithm: c.algorithm, Limit: limit, Cost: c.cost}
+		if c.routes != "" {
+			p.Routes = strings.Split(c.routes, ",")
+		}
+		if c.cost < 1 {
+			return c, cfg, fmt.Errorf("--cost %d: at least 1", c.cost)
+		}
+		cfg.Policies = []replay.Policy{p}
+	default:
+		return c, cfg, errors.New("nothing to replay: give --policies FILE or --limit RATE/PERIOD")
+	}
+	if _, err := accesslog.ParseFormat(c.format); err != nil {
+		return c, cfg, err
+	}
+	return c, cfg, nil
+}
+
+// parseLimit reads "100/1m" (or "100/m", "100/minute") and a burst.
+func parseLimit(s string, burst int64) (sluice.Limit, error) {
+	rate, per, ok := strings.Cut(s, "/")
+	if !ok {
+		return sluice.Limit{}, fmt.Errorf("--limit %q: want rate/period, such as 100/1m", s)
+	}
+	n, err := strconv.ParseInt(rate, 10, 64)
+	if err != nil {
+		return sluice.Limit{}, fmt.Errorf("--limit %q: the rate %q is not a whole number", s, rate)
+	}
+	units := map[string]time.Duration{"s": time.Second, "second": time.Second, "m": time.Minute, "minute": time.Minute,
+		"h": time.Hour, "hour": time.Hour, "d": 24 * time.Hour, "day": 24 * time.Hour}
+	period, ok := units[per]
+	if !ok {
+		if period, err = time.ParseDuration(per); err != nil {
+			return sluice.Limit{}, fmt.Errorf("--limit %q: the period %q is not a duration (1m, 10s) or a unit (s, m, h, d)", s, per)
+		}
+	}
+	l := sluice.Limit{Rate: n, Period: period, Burst: n}
+	if burst != 0 {
+		l.Burst = burst
+	}
+	if err := l.Validate(); err != nil {
+		return sluice.Limit{}, fmt.Errorf("--limit %q: %w", s, err)
+	}
+	return l, nil
+}
+
+// parseShare reads "1%" or "0.01".
+func parseShare(s string) (float64, error) {
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if pct {
+		v /= 100
+	}
+	if err != nil || !(v > 0 && v < 1) {
+		return 0, fmt.Errorf("--target %q: a share of keys between 0 and 1, such as 1%% or 0.01", s)
+	}
+	return v, nil
+}
+
+func runReplayCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, cfg, err := parseReplayFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printReplayUsage(stdout)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice replay: %v\n", err)
+		fmt.Fprintln(stderr, "Run 'sluice replay -h' for usage.")
+		return 2
+	}
+	if err := runReplay(ctx, c, cfg, stdin, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "sluice replay: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func runReplay(ctx context.Context, c replayConfig, cfg replay.Config, stdin io.Reader, stdout, stderr io.Writer) error {
+	format, _ := accesslog.ParseFormat(c.format)
+	src, err := openLogs(c.files, stdin, accesslog.Options{Format: format, Fields: c.fields, KeyFrom: keyFrom(c.key)})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	prog := newProgress(c.progress, src, stderr)
+	cfg.Progress = prog.update
+	rep, err := replay.Run(ctx, src, cfg)
+	prog.done()
+	if err != nil {
+		return err
+	}
+	switch c.jsonOut {
+	case "":
+		return replay.WriteText(stdout, rep)
+	case "-":
+		return writeJSON(stdout, rep)
+	default:
+		if err := writeFileWith(c.jsonOut, func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
+			return err
+		}
+		return replay.WriteText(stdout, rep)
+	}
+}
+
+func keyFrom(key string) string {
+	if key == "client" {
+		return ""
+	}
+	return key
+}
+
+func writeJSON(w io.Writer, rep *replay.Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// writeFileWith writes a file through a temporary one renamed into place,
+// so that a failed write leaves no half-written report.
+func writeFileWith(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(dirOf(path), ".sluice-replay-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func dirOf(path string) string {
+	if i := strings.LastIndexByte(path, os.PathSeparator); i >= 0 {
+		return path[:i+1]
+	}
+	return "."
+}

@@ -1,0 +1,262 @@
+package replay
+
+import (
+	"math"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// item is one record as every run reads it.
+type item struct {
+	key      string
+	now      int64 // Unix microseconds, never earlier than the previous item's
+	cost     int64 // the record's cost
+	line     int64
+	policies uint64 // the policies it is subject to, one bit each
+}
+
+// run replays one subject: a policy under one algorithm, at the policy's
+// limit and, with a target, at the limits of the ladder.
+type run struct {
+	sub      subject
+	name     string // the policy's
+	cost     int64  // the policy's, at least 1
+	main     *decider
+	ladder   []*decider
+	ladLimit []sluice.Limit // the ladder's limits
+	periodUs int64
+	err      error // the first error of a twin; no decision after it
+
+	keys      map[string]*keyStat
+	maxKeys   int
+	sweepAt   int // len(keys) that triggers the next fold
+	folded    int64
+	peakKeys  int
+	requests  int64
+	allowed   int64
+	denied    int64
+	over      int64
+	ladderDen []int64 // denials per ladder step
+	worst     worstWindow
+	subUs     int64 // the window ring's slot width
+	timeline  timeline
+	observe   func(Decision)
+}
+
+// keyStat is what the report needs of one key.
+type keyStat struct {
+	last, requests, cost, denied int64
+	ladder                       uint64 // the ladder steps that denied it at least once
+	ring                         windowRing
+}
+
+const ringSlots = 10
+
+// windowRing counts what one key was admitted in the last ringSlots slots
+// of a tenth of a period each.
+type windowRing struct {
+	head   int64 // the slot of the latest admission, in slot units since the epoch
+	counts [ringSlots]int64
+	sum    int64
+}
+
+// add admits cost at slot and returns what the key was admitted in the
+// ringSlots slots ending at slot.
+func (w *windowRing) add(slot, cost int64) int64 {
+	if steps := slot - w.head; steps > 0 {
+		if steps >= ringSlots {
+			w.counts, w.sum = [ringSlots]int64{}, 0
+		} else {
+			for i := int64(1); i <= steps; i++ {
+				j := (w.head + i) % ringSlots
+				w.sum -= w.counts[j]
+				w.counts[j] = 0
+			}
+		}
+		w.head = slot
+	}
+	w.counts[slot%ringSlots] += cost
+	w.sum += cost
+	return w.sum
+}
+
+// worstWindow is the most one key was admitted in one window.
+type worstWindow struct {
+	key      string
+	start    int64 // Unix microseconds
+	admitted int64
+}
+
+func newRun(sub subject, p Policy, cfg *Config) *run {
+	main, _ := newDecider(sub.algorithm, sub.limit) // checked by Config.check
+	r := &run{sub: sub, name: p.Name, cost: max(p.Cost, 1), main: main, periodUs: sub.limit.PeriodMicros(),
+		keys: map[string]*keyStat{}, maxKeys: cfg.MaxKeys, observe: cfg.Observe}
+	if r.maxKeys == 0 {
+		r.maxKeys = defaultMaxKeys
+	}
+	r.sweepAt = r.maxKeys
+	r.subUs = (r.periodUs + ringSlots - 1) / ringSlots
+	if cfg.Target > 0 {
+		for _, limit := range ladderLimits(sub.limit) {
+			if d, err := newDecider(sub.algorithm, limit); err == nil {
+				r.ladder = append(r.ladder, d)
+				r.ladLimit = append(r.ladLimit, limit)
+			}
+		}
+		r.ladderDen = make([]int64, len(r.ladder))
+	}
+	return r
+}
+
+// feed decides the items of a batch that are subject to the run's policy.
+func (r *run) feed(batch []item) {
+	bit := uint64(1) << r.sub.policy
+	for i := range batch {
+		it := &batch[i]
+		if it.policies&bit == 0 || r.err != nil {
+			continue
+		}
+		r.decide(it)
+	}
+}
+
+func (r *run) decide(it *item) {
+	cost := it.cost * r.cost
+	if it.cost > sluice.MaxBurst/r.cost {
+		cost = sluice.MaxBurst + 1 // beyond any capacity, without overflow
+	}
+	ks := r.keys[it.key]
+	if ks == nil {
+		if len(r.keys) >= r.sweepAt {
+			r.fold(it.now)
+		}
+		ks = &keyStat{ring: windowRing{head: it.now / r.subUs}}
+		r.keys[it.key] = ks
+		r.peakKeys = max(r.peakKeys, len(r.keys))
+	}
+	ks.last = it.now
+	ks.requests++
+	ks.cost += cost
+	r.requests++
+	if r.timeline.step == 0 {
+		r.timeline.start, r.timeline.step = it.now, int64(time.Second/time.Microsecond)
+	}
+
+	allowed, over, err := r.main.decide(it.key, it.now, cost)
+	if err != nil {
+		// The twins fail only on state they did not write or on a limit
+		// Config.check refused: a bug, reported as the replay's error.
+		r.err = err
+		return
+	}
+	switch {
+	case allowed:
+		r.allowed++
+		slot := it.now / r.subUs
+		if n := ks.ring.add(slot, cost); n > r.worst.admitted {
+			r.worst = worstWindow{key: it.key, start: (slot - ringSlots + 1) * r.subUs, admitted: n}
+		}
+	default:
+		r.denied++
+		ks.denied++
+		if over {
+			r.over++
+		}
+	}
+	r.timeline.add(it.now, allowed)
+	for i, d := range r.ladder {
+		if ok, _, err := d.decide(it.key, it.now, cost); err != nil {
+			r.err = err
+			return
+		} else if !ok {
+			r.ladderDen[i]++
+			ks.ladder |= 1 << i
+		}
+	}
+	if r.observe != nil {
+		r.observe(Decision{Policy: r.name, Algorithm: r.sub.algorithm, Line: it.line, Key: it.key,
+			Time: time.UnixMicro(it.now).UTC(), Cost: cost, Allowed: allowed, OverCapacity: over})
+	}
+}
+
+// fold forgets the keys never denied (under any limit) and idle for more
+// than a period, counting them in folded, so that the key table stays
+// within MaxKeys plus the keys active or denied.
+func (r *run) fold(now int64) {
+	for k, ks := range r.keys {
+		if ks.denied == 0 && ks.ladder == 0 && now-ks.last > r.periodUs {
+			delete(r.keys, k)
+			r.folded++
+		}
+	}
+	r.sweepAt = max(r.maxKeys, 2*len(r.keys))
+	if len(r.keys) < r.maxKeys/4 {
+		rebuilt := make(map[string]*keyStat, len(r.keys))
+		for k, ks := range r.keys {
+			rebuilt[k] = ks
+		}
+		r.keys = rebuilt
+	}
+}
+
+// timeline counts allowed and denied requests in steps of time that
+// double whenever the count of steps would pass maxTimelinePoints.
+type timeline struct {
+	start, step     int64 // Unix microseconds; microseconds
+	allowed, denied []int64
+}
+
+const maxTimelinePoints = 400
+
+func (t *timeline) add(now int64, allowed bool) {
+	i := (now - t.start) / t.step
+	for i >= maxTimelinePoints {
+		t.halve()
+		i = (now - t.start) / t.step
+	}
+	for int64(len(t.allowed)) <= i {
+		t.allowed, t.denied = append(t.allowed, 0), append(t.denied, 0)
+	}
+	if allowed {
+		t.allowed[i]++
+	} else {
+		t.denied[i]++
+	}
+}
+
+// halve merges steps in pairs.
+func (t *timeline) halve() {
+	for i := 0; i < len(t.allowed); i += 2 {
+		a, d := t.allowed[i], t.denied[i]
+		if i+1 < len(t.allowed) {
+			a, d = a+t.allowed[i+1], d+t.denied[i+1]
+		}
+		t.allowed[i/2], t.denied[i/2] = a, d
+	}
+	n := (len(t.allowed) + 1) / 2
+	t.allowed, t.denied = t.allowed[:n], t.denied[:n]
+	t.step *= 2
+}
+
+// The ladder's factors are 2^(k/4) for k in ladderLow..ladderHigh.
+const ladderLow, ladderHigh = -16, 16
+
+func ladderFactor(k int) float64 { return math.Pow(2, float64(k)/4) }
+
+// ladderLimits scales limit by each factor of the ladder, in increasing
+// order; rate and burst round to the nearest whole number, at least 1.
+func ladderLimits(limit sluice.Limit) []sluice.Limit {
+	var out []sluice.Limit
+	for k := ladderLow; k <= ladderHigh; k++ {
+		f := ladderFactor(k)
+		l := limit
+		l.Rate = max(1, int64(float64(limit.Rate)*f+0.5))
+		l.Burst = max(1, int64(float64(limit.Burst)*f+0.5))
+		if n := len(out); n > 0 && out[n-1].Rate == l.Rate && out[n-1].Burst == l.Burst {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
