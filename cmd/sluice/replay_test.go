@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/replay"
+)
+
+// combinedLog writes n combined-format lines from t: key i%keys, one every
+// step, with a burst of burstOf from 10.0.0.1 at the start.
+func combinedLog(t0 time.Time, n, keys int, step time.Duration) string {
+	var b strings.Builder
+	line := func(ip string, at time.Time, method, path string) {
+		fmt.Fprintf(&b, "%s - - [%s] \"%s %s HTTP/1.1\" 200 12 \"-\" \"test\"\n", ip, at.Format("02/Jan/2006:15:04:05 -0700"), method, path)
+	}
+	for range burstOf {
+		line("10.0.0.1", t0, "GET", "/items")
+	}
+	for i := range n {
+		method, path := "GET", "/items/7"
+		if i%5 == 0 {
+			method, path = "POST", "/reports"
+		}
+		line(fmt.Sprintf("10.0.1.%d", i%keys), t0.Add(time.Duration(i)*step), method, path)
+	}
+	return b.String()
+}
+
+const burstOf = 30
+
+var logStart = time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+
+func writeTemp(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	return path
+}
+
+func gzipped(t *testing.T, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, err := zw.Write([]byte(s))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return b.Bytes()
+}
+
+// replayCLI runs sluice replay with stdin and returns its exit status,
+// stdout and stderr.
+func replayCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := runReplayCommand(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func decodeReport(t *testing.T, s string) replay.Report {
+	t.Helper()
+	var rep replay.Report
+	require.NoError(t, json.Unmarshal([]byte(s), &rep), s)
+	return rep
+}
+
+func TestReplayFilesInOrderEqualsStandardInput(t *testing.T) {
+	first := combinedLog(logStart, 400, 7, time.Second)
+	second := combinedLog(logStart.Add(time.Hour), 400, 7, time.Second)
+	a := writeTemp(t, "access.log.1.gz", gzipped(t, first))
+	b := writeTemp(t, "access.log", []byte(second))
+
+	code, fromFiles, stderr := replayCLI(t, "", "--limit", "20/1m", "--burst", "5", "--json", "-", a, b)
+	require.Equal(t, 0, code, stderr)
+	code, fromStdin, stderr := replayCLI(t, first+second, "--limit", "20/1m", "--burst", "5", "--json", "-")
+	require.Equal(t, 0, code, stderr)
+	require.JSONEq(t, fromStdin, fromFiles)
+
+	rep := decodeReport(t, fromFiles)
+	require.EqualValues(t, 2*(400+burstOf), rep.Input.Records)
+	require.Equal(t, "combined", rep.Input.Format)
+	require.Len(t, rep.Results, 5)
+	for _, r := range rep.Results {
+		require.EqualValues(t, 2*(400+burstOf), r.Requests, r.Algorithm)
+		require.Equal(t, r.Requests, r.Allowed+r.Denied, r.Algorithm)
+		require.EqualValues(t, 8, r.Keys, r.Algorithm)
+		require.NotZero(t, r.Denied, r.Algorithm) // the burst of 30 from 10.0.0.1, at the least
+		require.Equal(t, "10.0.0.1", r.TopKeys[0].Key, r.Algorithm)
+	}
+}
+
+func TestReplayTextReport(t *testing.T) {
+	log := writeTemp(t, "access.log", []byte(combinedLog(logStart, 200, 3, time.Second)+"not a log line\n"))
+	code, out, stderr := replayCLI(t, "", "--limit", "10/1m", "--algorithms", "tokenbucket,fixedwindow", "--target", "1%", log)
+	require.Equal(t, 0, code, stderr)
+	for _, want := range []string{
+		"replayed 230 records (combined), 2026-11-24 09:00:00 to 2026-11-24 09:03:19",
+		"1 lines skipped; line 231: ",
+		"policy limit: 10 per 1m0s, burst 10",
+		"tokenbucket *",
+		"fixedwindow",
+		"top keys by denials, tokenbucket:",
+		"smallest limit denying at most 1% of keys:",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.NotContains(t, out, "slidinglog")
+}
+
+func TestReplayPolicyFile(t *testing.T) {
+	policies := writeTemp(t, "policies.yaml", []byte(`policies:
+  - name: reports
+    routes: ["POST /reports"]
+    algorithm: slidingcounter
+    rate: 2
+    period: 1m
+  - name: items
+    routes: ["GET /items/{id}"]
+    rate: 100
+    period: 1m
+    burst: 10
+`))
+	log := writeTemp(t, "access.log", []byte(combinedLog(logStart, 500, 5, time.Second)))
+	code, out, stderr := replayCLI(t, "", "--policies", policies, "--json", "-", log)
+	require.Equal(t, 0, code, stderr)
+	rep := decodeReport(t, out)
+	byPolicy := map[string][]replay.Result{}
+	for _, r := range rep.Results {
+		byPolicy[r.Policy] = append(byPolicy[r.Policy], r)
+	}
+	require.Equal(t, "slidingcounter", byPolicy["reports"][0].Algorithm)
+	require.True(t, byPolicy["reports"][0].Own)
+	require.EqualValues(t, 100, byPolicy["reports"][0].Requests) // every fifth of 500
+	require.EqualValues(t, 400, byPolicy["items"][0].Requests)
+	require.EqualValues(t, burstOf, rep.Input.Unmatched) // GET /items matches neither
+	require.Equal(t, "tokenbucket", byPolicy["items"][0].Algorithm)
+}
+
+func TestReplayWritesTheJSONFileWhole(t *testing.T) {
+	dir := t.TempDir()
+	log := writeTemp(t, "access.log", []byte(combinedLog(logStart, 50, 2, time.Second)))
+	out := filepath.Join(dir, "report.json")
+	code, text, stderr := replayCLI(t, "", "--limit", "10/1m", "--json", out, log)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, text, "policy limit") // the text still goes to standard output
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.EqualValues(t, 50+burstOf, decodeReport(t, string(data)).Input.Records)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file left beside the report")
+
+	// A directory that does not exist: an error, and nothing written.
+	code, _, stderr = replayCLI(t, "", "--limit", "10/1m", "--json", filepath.Join(dir, "missing", "r.json"), log)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "missing")
+}
+
+func TestReplayUsageErrors(t *testing.T) {
+	log := writeTemp(t, "access.log", []byte(combinedLog(logStart, 10, 2, time.Second)))
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{log}, 2, "nothing to replay"},
+		{[]string{"--limit", "10/1m", "--policies", "p.yaml", log}, 2, "give one"},
+		{[]string{"--limit", "10", log}, 2, "rate/period"},
+		{[]string{"--limit", "ten/1m", log}, 2, "whole number"},
+		{[]string{"--limit", "10/fortnight", log}, 2, "not a duration"},
+		{[]string{"--limit", "0/1m", log}, 2, "--limit"},
+		{[]string{"--limit", "10/1m", "--target", "150%", log}, 2, "share of keys"},
+		{[]string{"--limit", "10/1m", "--target", "x", log}, 2, "share of keys"},
+		{[]string{"--limit", "10/1m", "--format", "xml", log}, 2, "unknown format"},
+		{[]string{"--limit", "10/1m", "--progress", "sometimes", log}, 2, "--progress"},
+		{[]string{"--limit", "10/1m", "--cost", "0", log}, 2, "--cost"},
+		{[]string{"--limit", "10/1m", "--max-keys", "0", log}, 2, "--max-keys"},
+		{[]string{"--nope"}, 2, "flag provided but not defined"},
+		{[]string{"--policies", "/does/not/exist.yaml", log}, 2, "exist.yaml"},
+		{[]string{"--limit", "10/1m", "--algorithms", "leaky", log}, 1, `"leaky"`},
+		{[]string{"--limit", "10/1m", filepath.Join(t.TempDir(), "gone.log")}, 1, "gone.log"},
+		{[]string{"--limit", "10/1m", t.TempDir()}, 1, "is a directory"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, out, stderr := replayCLI(t, "", c.args...)
+			require.Equal(t, c.code, code, stderr)
+			require.Contains(t, stderr, c.want)
+			require.Empty(t, out)
+		})
+	}
+}
+
+func TestReplayHelp(t *testing.T) {
+	code, out, _ := replayCLI(t, "", "-h")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "Usage: sluice replay")
+	require.Contains(t, out, "-target")
+}
+
+func TestProgressLine(t *testing.T) {
+	require.Equal(t, "replay: 256.0 MB of 1.0 GB (25%), 1000000 records, 500000 records/s, 6s left   ",
+		progressLine(256<<20, 1<<30, 1_000_000, 2*time.Second))
+	// Standard input: no total, no time left.
+	require.Equal(t, "replay: 10.0 kB, 200 records, 100 records/s   ", progressLine(10<<10, -1, 200, 2*time.Second))
+	require.Equal(t, "replay: 3 B read in 2s, done", progressLine(3, 3, -1, 2*time.Second))
+}
+
+func TestProgressPrintsAtMostOnceASecondAfterTwo(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := &progress{mode: "auto", src: &logFiles{size: 100, read: 50}, w: &out, now: func() time.Time { return now }}
+	p.start, p.last = now, now
+	tick := func(d time.Duration) { now = now.Add(d); p.update(replay.Progress{Records: 10}) }
+	tick(1500 * time.Millisecond) // under 2 s: auto prints nothing yet
+	require.Empty(t, out.String())
+	tick(time.Second) // 2.5 s
+	require.Equal(t, 1, strings.Count(out.String(), "\r"))
+	tick(500 * time.Millisecond) // half a second after the last line
+	require.Equal(t, 1, strings.Count(out.String(), "\r"))
+	tick(600 * time.Millisecond)
+	require.Equal(t, 2, strings.Count(out.String(), "\r"))
+	p.done()
+	require.True(t, strings.HasSuffix(out.String(), "done\n"))
+
+	out.Reset()
+	p = &progress{mode: "never", src: &logFiles{}, w: &out, now: func() time.Time { return now }}
+	p.start, p.last = now.Add(-time.Hour), now.Add(-time.Hour)
+	p.update(replay.Progress{Records: 1})
+	p.done()
+	require.Empty(t, out.String())
+}
