@@ -233,10 +233,11 @@ func TestPolicyCostMultipliesTheRecordsCost(t *testing.T) {
 }
 
 func TestWellBehavedKeys(t *testing.T) {
-	// 5 per minute, burst 5. "bursty" sends 8 at once and nothing else in
-	// a ten-minute log: 0.8 per minute on average, well within the rate,
-	// yet 3 are denied. "greedy" sends one a second for a minute: 5 pass,
-	// then one every 12 s (at 12, 24, 36 and 48 s), 51 are denied.
+	// 5 per minute, burst 5. "bursty" sends 8 at once, then one more ten
+	// minutes later: 9 in its ten minutes, 0.9 a minute on average, well
+	// within the rate, yet 3 are denied. "greedy" sends one a second for a
+	// minute: 5 pass, then one every 12 s (at 12, 24, 36 and 48 s); 51
+	// are denied, and its 60 in one minute are over the rate.
 	recs := []accesslog.Record{}
 	for i := range 8 {
 		recs = append(recs, at("bursty", i))
@@ -244,7 +245,7 @@ func TestWellBehavedKeys(t *testing.T) {
 	for i := range 60 {
 		recs = append(recs, at("greedy", 10+i*1000))
 	}
-	recs = append(recs, at("other", 10*60*1000))
+	recs = append(recs, at("bursty", 10*60*1000), at("other", 10*60*1000))
 	rep, _ := decisions(t, Config{Policies: []Policy{{Name: "p", Limit: sluice.PerMinute(5)}}, Algorithms: []string{"tokenbucket"}}, recs...)
 	r := rep.Results[0]
 	require.EqualValues(t, 3, r.Keys)
@@ -253,8 +254,15 @@ func TestWellBehavedKeys(t *testing.T) {
 	require.EqualValues(t, 3, r.WellBehavedDenials)
 	require.Equal(t, []KeyStat{
 		{Key: "greedy", Requests: 60, Cost: 60, Denied: 51, WellBehaved: false},
-		{Key: "bursty", Requests: 8, Cost: 8, Denied: 3, WellBehaved: true},
+		{Key: "bursty", Requests: 9, Cost: 9, Denied: 3, WellBehaved: true},
 	}, r.TopKeys)
+
+	// The average is over the key's own span, at least a period: the
+	// same 8 at once with no later request is 8 in a minute, over the
+	// rate, though the log lasts ten minutes.
+	recs = append(recs[:68], at("other", 10*60*1000))
+	rep, _ = decisions(t, Config{Policies: []Policy{{Name: "p", Limit: sluice.PerMinute(5)}}, Algorithms: []string{"tokenbucket"}}, recs...)
+	require.Zero(t, rep.Results[0].WellBehavedKeys)
 }
 
 func TestWorstWindow(t *testing.T) {

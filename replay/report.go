@@ -72,10 +72,13 @@ type Result struct {
 	// twice: see DroppedKeys); DeniedKeys those denied at least once.
 	Keys       int64 `json:"keys"`
 	DeniedKeys int64 `json:"denied_keys"`
-	// WellBehavedKeys are the denied keys whose average rate over the
-	// log (their cost over the log's span, at least a period) stayed
-	// within the limit's rate: bursty clients that never exceeded the
-	// limit on average. WellBehavedDenials are their denials.
+	// WellBehavedKeys are the denied keys whose average rate stayed
+	// within the limit's rate: their cost over their span in the log
+	// (from their first request to their last, at least one period),
+	// bursty clients that never exceeded the limit on average.
+	// WellBehavedDenials are their denials. The span is the key's own,
+	// not the whole log's: over a day, a client that scraped at twice the
+	// rate for an hour averages well under it.
 	WellBehavedKeys    int64 `json:"well_behaved_keys"`
 	WellBehavedDenials int64 `json:"well_behaved_denials"`
 	// DroppedKeys were forgotten to keep within Config.MaxKeys: never
@@ -150,14 +153,13 @@ func newReport(in Input, runs []*run, cfg *Config) *Report {
 	if top == 0 {
 		top = defaultTopKeys
 	}
-	span := in.Last.Sub(in.First).Microseconds()
 	for _, r := range runs {
-		rep.Results = append(rep.Results, r.result(in.First.UnixMicro(), span, top, cfg.Target))
+		rep.Results = append(rep.Results, r.result(in.First.UnixMicro(), top, cfg.Target))
 	}
 	return rep
 }
 
-func (r *run) result(firstUs, spanUs int64, top int, target float64) Result {
+func (r *run) result(firstUs int64, top int, target float64) Result {
 	res := Result{
 		Policy: r.name, Algorithm: r.sub.algorithm, Own: r.sub.own, Limit: limitOf(r.sub.limit),
 		Requests: r.requests, Allowed: r.allowed, Denied: r.denied, OverCapacity: r.over,
@@ -174,7 +176,6 @@ func (r *run) result(firstUs, spanUs int64, top int, target float64) Result {
 	if r.timeline.step > 0 {
 		res.Timeline.Start = time.UnixMicro(r.timeline.start).UTC()
 	}
-	spanUs = max(spanUs, r.periodUs)
 	var denied []KeyStat
 	ladderKeys := make([]int64, len(r.ladder))
 	for k, ks := range r.keys {
@@ -188,7 +189,8 @@ func (r *run) result(firstUs, spanUs int64, top int, target float64) Result {
 		}
 		res.DeniedKeys++
 		// cost / span <= rate / period, exactly.
-		well := mulLE(ks.cost, r.periodUs, r.sub.limit.Rate, spanUs)
+		span := max(ks.last-ks.first, r.periodUs)
+		well := mulLE(ks.cost, r.periodUs, r.sub.limit.Rate, span)
 		if well {
 			res.WellBehavedKeys++
 			res.WellBehavedDenials += ks.denied

@@ -46,7 +46,7 @@ type run struct {
 
 // keyStat is what the report needs of one key.
 type keyStat struct {
-	last, requests, cost, denied int64
+	first, last, requests, cost, denied int64
 	ladder                       uint64 // the ladder steps that denied it at least once
 	ring                         windowRing
 }
@@ -131,7 +131,7 @@ func (r *run) decide(it *item) {
 		if len(r.keys) >= r.sweepAt {
 			r.fold(it.now)
 		}
-		ks = &keyStat{ring: windowRing{head: it.now / r.subUs}}
+		ks = &keyStat{first: it.now, ring: windowRing{head: it.now / r.subUs}}
 		r.keys[it.key] = ks
 		r.peakKeys = max(r.peakKeys, len(r.keys))
 	}
