@@ -47,8 +47,8 @@ type run struct {
 // keyStat is what the report needs of one key.
 type keyStat struct {
 	first, last, requests, cost, denied int64
-	ladder                       uint64 // the ladder steps that denied it at least once
-	ring                         windowRing
+	ladder                              uint64 // the ladder steps that denied it at least once
+	ring                                windowRing
 }
 
 const ringSlots = 10
