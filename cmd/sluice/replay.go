@@ -40,6 +40,7 @@ type replayConfig struct {
 	fields                                         accesslog.FieldNames
 	target                                         string
 	top, maxKeys                                   int
+	markdown                                       bool
 	jsonOut, progress                              string
 	files                                          []string
 }
@@ -65,6 +66,7 @@ func newReplayFlagSet(c *replayConfig) *flag.FlagSet {
 	fs.IntVar(&c.top, "top", 10, "how many keys to list by denials")
 	fs.IntVar(&c.maxKeys, "max-keys", 1<<20, "keys never denied kept for the report before idle ones are forgotten")
 	fs.StringVar(&c.jsonOut, "json", "", "write the report as JSON to `file` (- for standard output, instead of the text)")
+	fs.BoolVar(&c.markdown, "markdown", false, "write the report on standard output as Markdown tables instead of text")
 	fs.StringVar(&c.progress, "progress", "auto", "progress on standard error: auto (after 2 s), always or never")
 	return fs
 }
@@ -81,13 +83,27 @@ func parseReplayFlags(args []string) (replayConfig, replay.Config, error) {
 	var c replayConfig
 	fs := newReplayFlagSet(&c)
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return c, replay.Config{}, err
+	// Flags may follow the logs (sluice replay access.log --limit 100/1m).
+	for {
+		if err := fs.Parse(args); err != nil {
+			return c, replay.Config{}, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			c.files = append(c.files, rest...) // after --, every argument is a log
+			break
+		}
+		c.files, args = append(c.files, rest[0]), rest[1:]
 	}
-	c.files = fs.Args()
 	cfg := replay.Config{TopKeys: c.top, MaxKeys: c.maxKeys}
 	if c.top < 0 || c.maxKeys < 1 {
 		return c, cfg, errors.New("--top must not be negative and --max-keys must be positive")
+	}
+	if c.markdown && c.jsonOut == "-" {
+		return c, cfg, errors.New("--markdown and --json -: standard output takes one")
 	}
 	switch c.progress {
 	case "auto", "always", "never":
@@ -210,17 +226,18 @@ func runReplay(ctx context.Context, c replayConfig, cfg replay.Config, stdin io.
 	if err != nil {
 		return err
 	}
-	switch c.jsonOut {
-	case "":
-		return replay.WriteText(stdout, rep)
-	case "-":
+	if c.jsonOut == "-" {
 		return writeJSON(stdout, rep)
-	default:
+	}
+	if c.jsonOut != "" {
 		if err := writeFileWith(c.jsonOut, func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
 			return err
 		}
-		return replay.WriteText(stdout, rep)
 	}
+	if c.markdown {
+		return replay.WriteMarkdown(stdout, rep)
+	}
+	return replay.WriteText(stdout, rep)
 }
 
 func keyFrom(key string) string {

@@ -186,6 +186,7 @@ func TestReplayUsageErrors(t *testing.T) {
 		{[]string{"--limit", "10/1m", "--cost", "0", log}, 2, "--cost"},
 		{[]string{"--limit", "10/1m", "--max-keys", "0", log}, 2, "--max-keys"},
 		{[]string{"--nope"}, 2, "flag provided but not defined"},
+		{[]string{"--limit", "10/1m", "--markdown", "--json", "-", log}, 2, "standard output takes one"},
 		{[]string{"--policies", "/does/not/exist.yaml", log}, 2, "exist.yaml"},
 		{[]string{"--limit", "10/1m", "--algorithms", "leaky", log}, 1, `"leaky"`},
 		{[]string{"--limit", "10/1m", filepath.Join(t.TempDir(), "gone.log")}, 1, "gone.log"},
@@ -198,6 +199,19 @@ func TestReplayUsageErrors(t *testing.T) {
 			require.Empty(t, out)
 		})
 	}
+}
+
+func TestReplayFlagsMayFollowTheLogs(t *testing.T) {
+	log := writeTemp(t, "access.log", []byte(combinedLog(logStart, 50, 2, time.Second)))
+	code, before, stderr := replayCLI(t, "", "--limit", "10/1m", "--json", "-", log)
+	require.Equal(t, 0, code, stderr)
+	code, after, stderr := replayCLI(t, "", log, "--limit", "10/1m", "--json", "-")
+	require.Equal(t, 0, code, stderr)
+	require.JSONEq(t, before, after)
+	// After --, every argument is a log.
+	code, _, stderr = replayCLI(t, "", "--limit", "10/1m", "--", log, "--json")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "--json")
 }
 
 func TestReplayHelp(t *testing.T) {
