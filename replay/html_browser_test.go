@@ -1,0 +1,125 @@
+//go:build unix
+
+package replay
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// chromium returns a Chromium-family browser on PATH, or "".
+func chromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	return ""
+}
+
+// runChromium runs browser headless with a fresh profile and args, for at
+// most a minute, in a process group of its own that is killed when it
+// returns, so that no renderer or crash handler outlives the test.
+func runChromium(t *testing.T, browser string, args ...string) (stdout, stderr []byte, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir=" + t.TempDir()}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	err = cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever of the group is left
+	}
+	if ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return out.Bytes(), errOut.Bytes(), err
+}
+
+// TestReplayHTMLRendersInHeadlessChromium opens the page of a replay of two
+// policies in a real browser: the DOM Chromium builds holds every chart
+// WriteHTML wrote, with its lines and bars, and the hostile key as text,
+// not a script; a screenshot shows the charts painted in the bench
+// report's colours (#4e79a7, what was allowed; #e15759, what was denied).
+func TestReplayHTMLRendersInHeadlessChromium(t *testing.T) {
+	browser := chromium()
+	if browser == "" {
+		if os.Getenv("SLUICE_REQUIRE_BROWSER") == "1" {
+			t.Fatal("SLUICE_REQUIRE_BROWSER=1 but no chromium, chromium-browser or google-chrome on PATH (Debian: apt-get install chromium)")
+		}
+		t.Skip("no chromium, chromium-browser or google-chrome on PATH; SLUICE_REQUIRE_BROWSER=1 makes this a failure")
+	}
+	rep := htmlReport(t)
+	page := writeHTML(t, rep)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "replay.html")
+	require.NoError(t, os.WriteFile(path, page, 0o644))
+	url := "file://" + path
+	written := parseHTML(t, page)
+
+	dom, stderr, err := runChromium(t, browser, "--dump-dom", url)
+	if err != nil || len(dom) == 0 {
+		t.Fatalf("%s --dump-dom: %v, %d bytes of DOM; stderr:\n%s", browser, err, len(dom), stderr)
+	}
+	rendered := parseHTML(t, dom)
+	require.Equal(t, written.sections, rendered.sections)
+	require.Equal(t, []string{"policy-1", "policy-2"}, rendered.sections)
+	require.Equal(t, gotCharts(written.charts), gotCharts(rendered.charts), "charts, polylines and rects by class")
+	for i, group := range byPolicy(rep.Results) {
+		id := "policy-" + string(rune('1'+i))
+		require.Equal(t, wantCharts(group, true), gotCharts(rendered.bySection[id]), "section %s", id)
+	}
+	require.Zero(t, rendered.elements["script"])
+	require.Contains(t, strings.Join(rendered.texts, ""), hostileKey)
+	tl, keys, ladder := rendered.charts["chart timeline"], rendered.charts["chart keys"], rendered.charts["chart ladder"]
+	t.Logf("rendered DOM: %d timeline charts with %d polylines, %d keys charts with %d rects, %d ladder charts with %d polylines",
+		tl.charts, tl.polylines, keys.charts, keys.rects, ladder.charts, ladder.polylines)
+
+	shot := filepath.Join(dir, "page.png")
+	_, stderr, err = runChromium(t, browser, "--window-size=1200,2000", "--screenshot="+shot, url)
+	if err != nil {
+		t.Fatalf("%s --screenshot: %v; stderr:\n%s", browser, err, stderr)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v; stderr:\n%s", err, stderr)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	b := img.Bounds()
+	require.Equal(t, image.Pt(1200, 2000), b.Size())
+	near := func(v uint32, want int) bool { d := int(v>>8) - want; return d >= -3 && d <= 3 }
+	var allowed, denied int
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			switch {
+			case near(r, 0x4e) && near(g, 0x79) && near(bl, 0xa7):
+				allowed++
+			case near(r, 0xe1) && near(g, 0x57) && near(bl, 0x59):
+				denied++
+			}
+		}
+	}
+	t.Logf("screenshot %dx%d: %d pixels of #4e79a7, %d of #e15759", b.Dx(), b.Dy(), allowed, denied)
+	if allowed == 0 || denied == 0 {
+		t.Fatalf("screenshot without the charts' colours: %d pixels of #4e79a7, %d of #e15759 (want both > 0); stderr:\n%s", allowed, denied, stderr)
+	}
+}
