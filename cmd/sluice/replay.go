@@ -41,7 +41,7 @@ type replayConfig struct {
 	target                                         string
 	top, maxKeys                                   int
 	markdown                                       bool
-	jsonOut, progress                              string
+	jsonOut, htmlOut, progress                     string
 	files                                          []string
 }
 
@@ -66,6 +66,7 @@ func newReplayFlagSet(c *replayConfig) *flag.FlagSet {
 	fs.IntVar(&c.top, "top", 10, "how many keys to list by denials")
 	fs.IntVar(&c.maxKeys, "max-keys", 1<<20, "keys never denied kept for the report before idle ones are forgotten")
 	fs.StringVar(&c.jsonOut, "json", "", "write the report as JSON to `file` (- for standard output, instead of the text)")
+	fs.StringVar(&c.htmlOut, "html", "", "also write the report as an HTML page with charts to `file`")
 	fs.BoolVar(&c.markdown, "markdown", false, "write the report on standard output as Markdown tables instead of text")
 	fs.StringVar(&c.progress, "progress", "auto", "progress on standard error: auto (after 2 s), always or never")
 	return fs
@@ -225,6 +226,11 @@ func runReplay(ctx context.Context, c replayConfig, cfg replay.Config, stdin io.
 	prog.done()
 	if err != nil {
 		return err
+	}
+	if c.htmlOut != "" {
+		if err := writeFileWith(c.htmlOut, func(w io.Writer) error { return replay.WriteHTML(w, rep) }); err != nil {
+			return err
+		}
 	}
 	if c.jsonOut == "-" {
 		return writeJSON(stdout, rep)

@@ -166,6 +166,18 @@ func TestReplayWritesTheJSONFileWhole(t *testing.T) {
 	require.Contains(t, stderr, "missing")
 }
 
+func TestReplayWritesTheHTMLPage(t *testing.T) {
+	log := writeTemp(t, "access.log", []byte(combinedLog(logStart, 50, 2, time.Second)))
+	page := filepath.Join(t.TempDir(), "report.html")
+	code, text, stderr := replayCLI(t, "", "--limit", "10/1m", "--html", page, log)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, text, "policy limit")
+	html, err := os.ReadFile(page)
+	require.NoError(t, err)
+	require.Contains(t, string(html), `class="chart timeline"`)
+	require.Contains(t, string(html), "10.0.0.1")
+}
+
 func TestReplayUsageErrors(t *testing.T) {
 	log := writeTemp(t, "access.log", []byte(combinedLog(logStart, 10, 2, time.Second)))
 	for _, c := range []struct {
