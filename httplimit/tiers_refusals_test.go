@@ -68,7 +68,7 @@ func TestTieredPoliciesRefusedInCode(t *testing.T) {
 // overlapping tiers (two key prefixes one of which starts the other,
 // one header value for two tiers, a tier given twice in JSON), a tier
 // whose limit the algorithm refuses, a route cost above a tier's capacity
-// or a sharded key's share of it, an unknown field, a cost route that
+// or a sharded key's or a local fallback's share of it, an unknown field, a cost route that
 // ServeMux refuses; and nothing is left open.
 func TestTieredPolicyFilesRefused(t *testing.T) {
 	const head = "policies:\n  - name: plan\n    key: header:X-API-Key\n"
@@ -115,6 +115,13 @@ func TestTieredPolicyFilesRefused(t *testing.T) {
     tiers: {free: {rate: 60, period: 1m, burst: 10}, pro: {rate: 6000, period: 1m, burst: 500}}
     costs: [{route: "POST /reports", cost: 10}]`,
 			`httplimit: policy 1 ("plan"): tier "free": route "POST /reports": cost: 10 can never be allowed on a sharded key`},
+		{head + `    fallback: local
+    replicas: 2
+    tier_from: header:X-Plan
+    default_tier: pro
+    tiers: {free: {rate: 60, period: 1m, burst: 10}, pro: {rate: 6000, period: 1m, burst: 500}}
+    costs: [{route: "POST /reports", cost: 10}]`,
+			`httplimit: policy 1 ("plan"): tier "free": route "POST /reports": cost: 10 can never be allowed while the store fails`},
 		{head + `    tier_from: header:X-Plan
     default_tier: free
     tiers: {free: {rate: 60, period: 1m, colour: red}}`,
