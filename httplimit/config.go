@@ -37,6 +37,21 @@ import (
 //	    replicas: 3              # fallback: local, the processes sharing the limit
 //	    tracing: true            # OpenTelemetry spans and metrics
 //	    shadow: true             # dry run: decide and count, never deny (Policy.Shadow)
+//
+// A policy whose limit depends on the client gives tiers instead of rate,
+// period and burst, and what chooses among them ([FilePolicy.TierFrom]);
+// costs gives particular routes their cost, from the same budget:
+//
+//	policies:
+//	  - name: plan
+//	    key: header:X-API-Key
+//	    tier_from: header:X-Plan # or key-prefix
+//	    default_tier: free
+//	    tiers:
+//	      free: {rate: 60, period: 1m, burst: 10}
+//	      pro:  {rate: 6000, period: 1m, burst: 500, values: [pro, pro-annual]}
+//	    costs:
+//	      - {route: "POST /reports", cost: 10}
 type FileConfig struct {
 	Policies []FilePolicy `yaml:"policies" json:"policies"`
 }
@@ -47,7 +62,26 @@ type FilePolicy struct {
 	Key    string   `yaml:"key" json:"key"`
 	Routes []string `yaml:"routes" json:"routes"`
 	// Shadow is [Policy.Shadow]: decided and counted, never denied.
-	Shadow     bool `yaml:"shadow" json:"shadow"`
+	Shadow bool `yaml:"shadow" json:"shadow"`
+	// TierFrom says what chooses the tier of a request: "header:Name",
+	// the value of a header (a tier's values, by default its name), or
+	// "key-prefix", the request's key as the key function derives it (a
+	// tier's values are prefixes). A request that no tier's value
+	// chooses is in DefaultTier. Both are what the client sends: use them
+	// behind what authenticates it (a gateway that sets the header, API
+	// keys that are checked), or a client names its own plan.
+	TierFrom string `yaml:"tier_from" json:"tier_from"`
+	// DefaultTier names the tier of requests no tier's value chooses.
+	DefaultTier string `yaml:"default_tier" json:"default_tier"`
+	// Tiers are the policy's limits by tier name ([Policy.Tiers]); the
+	// policy then gives no rate, period or burst of its own. Its
+	// decorators (coalesce, lease, shards, fallback, tracing...) apply to
+	// every tier, and what stack.Build refuses of a limit and a cost is
+	// refused of every tier and every cost.
+	Tiers FileTiers `yaml:"tiers" json:"tiers"`
+	// Costs are [Policy.Costs]: particular routes' costs, from the same
+	// budget; cost is every other request's.
+	Costs      []RouteCost `yaml:"costs" json:"costs"`
 	stack.Spec `yaml:",inline"`
 }
 
@@ -147,9 +181,22 @@ func (fp FilePolicy) build(store sluice.Store, opts []stack.Option) (Policy, err
 	if !ValidPolicyName(fp.Name) {
 		return Policy{}, fmt.Errorf("name: %q: use 1 to 64 letters, digits, '-', '_' or '.'", fp.Name)
 	}
-	st, err := stack.Build(fp.Spec, store, append([]stack.Option{stack.WithName(fp.Name)}, opts...)...)
+	spec, tierOf, err := fp.tieredSpec()
 	if err != nil {
 		return Policy{}, err
 	}
-	return Policy{Name: fp.Name, Limiter: st, Limit: st.Limit(), Cost: st.Cost(), Key: key, Routes: fp.Routes, Shadow: fp.Shadow}, nil
+	if err := fp.checkLimits(spec, store); err != nil {
+		return Policy{}, err
+	}
+	st, err := stack.Build(spec, store, append([]stack.Option{stack.WithName(fp.Name)}, opts...)...)
+	if err != nil {
+		return Policy{}, err
+	}
+	p := Policy{Name: fp.Name, Limiter: st, Limit: st.Limit(), Cost: st.Cost(), Key: key, Routes: fp.Routes,
+		Shadow: fp.Shadow, Costs: fp.Costs}
+	if tierOf != nil {
+		p.Limit = sluice.Limit{}
+		p.Tiers, p.TierOf, p.DefaultTier = fp.Tiers.tiers(), tierOf, fp.DefaultTier
+	}
+	return p, nil
 }

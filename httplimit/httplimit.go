@@ -4,7 +4,10 @@
 // a cost per request, a key function and, optionally, the routes it
 // applies to; [Middleware] checks a request against every policy whose
 // routes match it, in order, and the first denial answers. Policies can
-// also come from a YAML or JSON file ([Load]), with the same fields.
+// also come from a YAML or JSON file ([Load]), with the same fields. A
+// policy's limit can depend on who the client is ([Policy.Tiers]: a free
+// and a pro plan, each tier counted apart) and its cost on the route
+// ([Policy.Costs]), all on one budget per key.
 // [AtomicMiddleware] checks a group of policies in one call instead, all
 // or nothing.
 //
@@ -42,13 +45,37 @@ type Policy struct {
 	Name string
 	// Limiter decides: any algorithm, with any decorators.
 	Limiter sluice.Limiter
-	// Limit is the policy's limit. The window algorithms do not use a
-	// burst: give them one equal to the rate (as sluice.PerMinute does).
+	// Limit is the policy's limit, unless it has Tiers. The window
+	// algorithms do not use a burst: give them one equal to the rate (as
+	// sluice.PerMinute does).
 	Limit sluice.Limit
-	// Cost is what one request costs (default 1). It must be one the
-	// limiter can ever allow (at most the burst, or the rate for a window
-	// algorithm).
+	// Tiers, instead of Limit, are the policy's limits when it depends on
+	// who the client is (a free plan and a pro plan): TierOf chooses one
+	// per request, DefaultTier when it chooses none. One policy, not one
+	// per tier, so that a request is checked once whatever its tier, and
+	// each tier counts in a state of its own (the tier's name is in the
+	// store key): a client moved to another tier starts on that tier's
+	// limit, never on what it spent under another. The RateLimit-Policy,
+	// RateLimit and X-RateLimit-* fields state the chosen tier's limit.
+	Tiers []Tier
+	// TierOf chooses a request's tier among Tiers (required with them).
+	// A tier none of Tiers names is an error wrapping [ErrUnknownTier]:
+	// 500, logged.
+	TierOf TierFunc
+	// DefaultTier names the tier of a request TierOf chooses "" for
+	// (required with Tiers).
+	DefaultTier string
+	// Cost is what one request costs (default 1), unless its route is in
+	// Costs. It must be one the limiter can ever allow under every limit
+	// (at most the burst, or the rate for a window algorithm).
 	Cost int64
+	// Costs are the costs of particular routes, charged to the same
+	// budget as every other request of the policy (one key, one state):
+	// a report that costs 10 and a read that costs 1 draw on one limit.
+	// A request's route is chosen as ServeMux chooses (the most specific
+	// pattern wins); a request in none costs Cost. Each cost must be one
+	// every limit of the policy can ever allow.
+	Costs []RouteCost
 	// Key derives the client's key (default RemoteAddr()).
 	Key KeyFunc
 	// Routes are the net/http ServeMux patterns ("POST /orders",
@@ -59,15 +86,16 @@ type Policy struct {
 	// and its limiter counts it as it would enforced (its key's state
 	// moves the same), but a denial lets the request through. A would-be
 	// denial is logged (Info, [ShadowDenialMessage], with the policy, the
-	// key, the method, the path, retry_after and source) and every
-	// decision is made under [ext.WithShadow], so that a sluiceotel layer
-	// records it with sluice.shadow=true. The policy is invisible to
-	// clients: it never appears in RateLimit-Policy, RateLimit,
-	// X-RateLimit-* or Retry-After, whatever it decides, since a client
-	// pacing itself by those fields would be limited by a limit not in
-	// force, and fields that changed at the would-be denial would tell it.
-	// A request it cannot key, or a limiter error, is logged (Error) and
-	// the request goes on: a dry run never fails a request.
+	// key, the method, the path, retry_after, source and, with Tiers, the
+	// tier) and every decision is made under [ext.WithShadow], so that a
+	// sluiceotel layer records it with sluice.shadow=true. The policy is
+	// invisible to clients: it never appears in RateLimit-Policy,
+	// RateLimit, X-RateLimit-* or Retry-After, whatever it decides, since
+	// a client pacing itself by those fields would be limited by a limit
+	// not in force, and fields that changed at the would-be denial would
+	// tell it. A request it cannot key or tier, or a limiter error, is
+	// logged (Error) and the request goes on: a dry run never fails a
+	// request.
 	Shadow bool
 }
 
@@ -180,30 +208,50 @@ func (c *config) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 		next.ServeHTTP(w, r)
 		return
 	}
-	// The policies that apply are announced whatever the outcome, so that
-	// RateLimit-Policy does not change on a denial; shadow ones never are.
-	for _, p := range applicable {
-		if !p.Shadow {
-			c.writePolicy(w, p.Name, p.quota)
+	// Each enforced policy's key, tier and cost first: the tier decides
+	// the quota that RateLimit-Policy states. A request that one policy
+	// cannot key is answered before any policy counts it.
+	targets := make([]target, len(applicable))
+	var failed *policy
+	var failure error
+	for i, p := range applicable {
+		if p.Shadow {
+			continue
+		}
+		if targets[i], failure = p.target(r); failure != nil {
+			failed = p
+			break
 		}
 	}
+	// The policies that apply are announced whatever the outcome, so that
+	// RateLimit-Policy does not change on a denial; shadow ones never are,
+	// nor a tiered one whose tier is not known.
+	for i, p := range applicable {
+		switch {
+		case p.Shadow:
+		case p.tiers == nil:
+			c.writePolicy(w, p.Name, p.quota)
+		case targets[i].storeKey != "":
+			c.writePolicy(w, p.Name, targets[i].quota)
+		}
+	}
+	if failed != nil {
+		c.keyError(w, r, failed.Name, failure)
+		return
+	}
 	var tightest *outcome
-	for _, p := range applicable {
+	for i, p := range applicable {
 		if p.Shadow {
 			c.shadow(r, p)
 			continue
 		}
-		key, err := p.Key(r)
-		if err != nil {
-			c.keyError(w, r, p.Name, err)
-			return
-		}
-		d, err := p.Limiter.AllowN(r.Context(), sluice.Key(key, "http", p.Name), p.Limit, p.Cost)
+		t := targets[i]
+		d, err := p.Limiter.AllowN(r.Context(), t.storeKey, t.limit, t.cost)
 		if err != nil {
 			c.onError(w, r, err)
 			return
 		}
-		o := &outcome{name: p.Name, quota: p.quota, decision: d}
+		o := &outcome{name: p.Name, quota: t.quota, decision: d}
 		c.writeRateLimit(w, o)
 		if !d.Allowed {
 			c.deny(w, o)
@@ -219,8 +267,15 @@ func (c *config) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 
 // keyError answers a request the policy could not key: 500 when the key
 // function cannot work on this server, 400 when the request lacks what it
-// reads.
+// reads. A tier function's errors are answered alike, and an unknown tier
+// is the server's: 500.
 func (c *config) keyError(w http.ResponseWriter, r *http.Request, policy string, err error) {
+	if errors.Is(err, ErrUnknownTier) {
+		c.logger.Error("httplimit: rate limiting is misconfigured", "policy", policy, "method", r.Method, "path", r.URL.Path, "err", err)
+		writeProblem(w, http.StatusInternalServerError, problem{Type: "about:blank", Title: "Internal Server Error",
+			Detail: fmt.Sprintf("rate limiting is misconfigured on this server: policy %q cannot choose the request's tier", policy)})
+		return
+	}
 	if errors.Is(err, ErrKeyMisconfigured) {
 		c.logger.Error("httplimit: rate limiting is misconfigured", "policy", policy, "method", r.Method, "path", r.URL.Path, "err", err)
 		writeProblem(w, http.StatusInternalServerError, problem{Type: "about:blank", Title: "Internal Server Error",

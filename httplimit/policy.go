@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/ext"
 )
 
 // policy is a Policy checked and ready to serve.
 type policy struct {
 	Policy
-	routes *http.ServeMux // nil: every request
-	quota  quota
+	routes *http.ServeMux   // nil: every request
+	quota  quota            // of Limit, when the policy has no tiers
+	tiers  map[string]*tier // by name; nil: no tiers
+	costs  *http.ServeMux   // Costs' routes, each handled by its costHandler; nil: none
 }
 
 // quota is how a policy's limit reads in the RateLimit fields.
@@ -56,9 +57,6 @@ func preparePolicy(p Policy) (*policy, error) {
 	if !ValidPolicyName(p.Name) {
 		return nil, fmt.Errorf("httplimit: policy name %q: use 1 to 64 letters, digits, '-', '_' or '.'", p.Name)
 	}
-	fail := func(field string, err error) error {
-		return fmt.Errorf("httplimit: policy %q: %s: %w", p.Name, field, err)
-	}
 	if p.Limiter == nil {
 		return nil, fmt.Errorf("httplimit: policy %q: limiter: none given", p.Name)
 	}
@@ -71,18 +69,10 @@ func preparePolicy(p Policy) (*policy, error) {
 	if p.Key == nil {
 		p.Key = RemoteAddr()
 	}
-	if err := p.Limit.Validate(); err != nil {
-		return nil, fail("limit", err)
+	prepared := &policy{Policy: p}
+	if err := prepareLimits(p, prepared); err != nil {
+		return nil, err
 	}
-	q, known := quotaOf(p.Limiter, p.Limit)
-	if known && !q.refills && p.Limit.Burst != p.Limit.Rate {
-		return nil, fmt.Errorf("httplimit: policy %q: burst: %d, but this algorithm has no burst (it allows Rate per Period): set it to the rate, %d, or leave it out",
-			p.Name, p.Limit.Burst, p.Limit.Rate)
-	}
-	if err := ext.CheckRequest(p.Limiter, "httplimit", p.Limit, p.Cost); err != nil {
-		return nil, fail("cost", err)
-	}
-	prepared := &policy{Policy: p, quota: q}
 	if len(p.Routes) > 0 {
 		prepared.routes = http.NewServeMux()
 		for _, pattern := range p.Routes {
@@ -133,13 +123,19 @@ func newQuota(limit sluice.Limit, refills bool) quota {
 
 // register adds pattern to mux, turning its panic on a bad pattern into an
 // error.
-func register(mux *http.ServeMux, pattern string) (err error) {
+func register(mux *http.ServeMux, pattern string) error {
+	return registerHandler(mux, pattern, http.NotFoundHandler())
+}
+
+// registerHandler adds pattern to mux with h, turning its panic on a bad
+// pattern, or one that conflicts with another, into an error.
+func registerHandler(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	mux.Handle(pattern, http.NotFoundHandler())
+	mux.Handle(pattern, h)
 	return nil
 }
 

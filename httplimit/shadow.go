@@ -3,7 +3,6 @@ package httplimit
 import (
 	"net/http"
 
-	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/ext"
 )
 
@@ -14,20 +13,24 @@ const ShadowDenialMessage = "httplimit: shadow denial"
 // shadow decides r under a shadow policy: counted as if enforced, never
 // answered, never written in a header. A would-be denial is logged.
 func (c *config) shadow(r *http.Request, p *policy) {
-	key, err := p.Key(r)
+	t, err := p.target(r)
 	if err != nil {
 		c.logger.Error("httplimit: shadow policy: no key; the request goes on", "policy", p.Name,
 			"method", r.Method, "path", r.URL.Path, "err", err)
 		return
 	}
-	d, err := p.Limiter.AllowN(ext.WithShadow(r.Context()), sluice.Key(key, "http", p.Name), p.Limit, p.Cost)
+	d, err := p.Limiter.AllowN(ext.WithShadow(r.Context()), t.storeKey, t.limit, t.cost)
 	if err != nil {
 		c.logger.Error("httplimit: shadow policy: no rate-limit decision; the request goes on", "policy", p.Name,
 			"method", r.Method, "path", r.URL.Path, "err", err)
 		return
 	}
 	if !d.Allowed {
-		c.logger.Info(ShadowDenialMessage, "policy", p.Name, "key", key, "method", r.Method, "path", r.URL.Path,
-			"retry_after", d.RetryAfter, "source", d.Source.String())
+		args := []any{"policy", p.Name, "key", t.clientKey, "method", r.Method, "path", r.URL.Path,
+			"retry_after", d.RetryAfter, "source", d.Source.String()}
+		if t.tier != "" {
+			args = append(args, "tier", t.tier)
+		}
+		c.logger.Info(ShadowDenialMessage, args...)
 	}
 }
