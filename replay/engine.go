@@ -78,7 +78,8 @@ func Run(ctx context.Context, src Source, cfg Config) (*Report, error) {
 		if mask == 0 {
 			in.Unmatched++
 		} else {
-			batch = append(batch, item{key: rec.Key, now: now, cost: rec.Cost, line: rec.Line, policies: mask})
+			batch = append(batch, item{key: rec.Key, now: now, cost: rec.Cost, line: rec.Line, policies: mask,
+				method: rec.Method, path: rec.Path, route: rec.Route})
 			if len(batch) == batchSize {
 				send()
 			}

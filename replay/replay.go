@@ -45,6 +45,21 @@ type Policy struct {
 	// Cost is what one request costs (0 means 1); a record's own cost
 	// (a logged cost field) multiplies it.
 	Cost int64
+	// Costs are particular routes' costs, in place of Cost for the
+	// requests they match (as ServeMux matches), as httplimit's
+	// Policy.Costs: one budget, charged more by some routes.
+	Costs []RouteCost
+	// TierOf, when set, limits the policy to the records whose key it
+	// puts in Tier: a policy with tiers replays as one Policy per tier,
+	// each with its tier's limit, as each tier keeps its own state.
+	TierOf func(key string) string
+	Tier   string
+}
+
+// RouteCost is the cost of one route's requests under a policy.
+type RouteCost struct {
+	Route string // a ServeMux pattern
+	Cost  int64  // at least 1
 }
 
 // Config says what to replay.
@@ -149,6 +164,14 @@ func (cfg *Config) check() ([]subject, *routeMatcher, error) {
 		if p.Cost < 0 {
 			return nil, nil, fmt.Errorf("replay: policy %q: cost %d is negative", p.Name, p.Cost)
 		}
+		for _, c := range p.Costs {
+			if c.Cost < 1 {
+				return nil, nil, fmt.Errorf("replay: policy %q: route %q: cost %d is below 1", p.Name, c.Route, c.Cost)
+			}
+		}
+		if (p.TierOf == nil) != (p.Tier == "") {
+			return nil, nil, fmt.Errorf("replay: policy %q: a tier needs TierOf, and TierOf a tier", p.Name)
+		}
 		own := p.Algorithm
 		if own == "" {
 			own = algorithms.Names[0]
@@ -174,6 +197,11 @@ func (cfg *Config) check() ([]subject, *routeMatcher, error) {
 	routes, err := newRouteMatcher(cfg.Policies)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, p := range cfg.Policies {
+		if _, err := newCostMatcher(p); err != nil {
+			return nil, nil, err
+		}
 	}
 	return subjects, routes, nil
 }

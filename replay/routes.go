@@ -93,3 +93,56 @@ func register(mux *http.ServeMux, pattern string) (err error) {
 	mux.Handle(pattern, http.NotFoundHandler())
 	return nil
 }
+
+// costMatcher is a policy's cost of a request: the cost of the Costs
+// route ServeMux matches, or its Cost. Like httplimit, it refuses routes
+// that conflict. Answers are cached as the
+// route matcher's are.
+type costMatcher struct {
+	cost  int64 // the policy's, at least 1
+	mux   *http.ServeMux
+	byPat map[string]int64
+	cache map[routeKey]int64
+	req   *http.Request
+}
+
+func newCostMatcher(p Policy) (*costMatcher, error) {
+	m := &costMatcher{cost: max(p.Cost, 1)}
+	if len(p.Costs) == 0 {
+		return m, nil
+	}
+	m.mux, m.byPat, m.cache, m.req = http.NewServeMux(), map[string]int64{}, map[routeKey]int64{}, routeRequest()
+	for _, c := range p.Costs {
+		if err := register(m.mux, c.Route); err != nil {
+			return nil, fmt.Errorf("replay: policy %q: cost route %q: %v", p.Name, c.Route, err)
+		}
+		m.byPat[c.Route] = c.Cost
+	}
+	return m, nil
+}
+
+// of returns the cost of a request of method and path, or of a logged
+// route when there is no path.
+func (m *costMatcher) of(method, path, route string) int64 {
+	if m.mux == nil {
+		return m.cost
+	}
+	k := routeKey{method, path, route}
+	if c, ok := m.cache[k]; ok {
+		return c
+	}
+	c := m.cost
+	pattern := route
+	if path != "" {
+		m.req.Method, m.req.URL, m.req.Host = method, &url.URL{Path: path}, ""
+		_, pattern = m.mux.Handler(m.req)
+	}
+	if rc, ok := m.byPat[pattern]; ok {
+		c = rc
+	}
+	if len(m.cache) >= maxRouteCache {
+		clear(m.cache)
+	}
+	m.cache[k] = c
+	return c
+}

@@ -14,6 +14,9 @@ type item struct {
 	cost     int64 // the record's cost
 	line     int64
 	policies uint64 // the policies it is subject to, one bit each
+	method   string
+	path     string
+	route    string
 }
 
 // run replays one subject: a policy under one algorithm, at the policy's
@@ -21,7 +24,9 @@ type item struct {
 type run struct {
 	sub      subject
 	name     string // the policy's
-	cost     int64  // the policy's, at least 1
+	costs    *costMatcher
+	tierOf   func(string) string
+	tier     string
 	main     *decider
 	ladder   []*decider
 	ladLimit []sluice.Limit // the ladder's limits
@@ -90,7 +95,8 @@ type worstWindow struct {
 
 func newRun(sub subject, p Policy, cfg *Config) *run {
 	main, _ := newDecider(sub.algorithm, sub.limit) // checked by Config.check
-	r := &run{sub: sub, name: p.Name, cost: max(p.Cost, 1), main: main, periodUs: sub.limit.PeriodMicros(),
+	costs, _ := newCostMatcher(p) // checked by Config.check
+	r := &run{sub: sub, name: p.Name, costs: costs, tierOf: p.TierOf, tier: p.Tier, main: main, periodUs: sub.limit.PeriodMicros(),
 		keys: map[string]*keyStat{}, maxKeys: cfg.MaxKeys, observe: cfg.Observe}
 	if r.maxKeys == 0 {
 		r.maxKeys = defaultMaxKeys
@@ -114,7 +120,7 @@ func (r *run) feed(batch []item) {
 	bit := uint64(1) << r.sub.policy
 	for i := range batch {
 		it := &batch[i]
-		if it.policies&bit == 0 || r.err != nil {
+		if it.policies&bit == 0 || r.err != nil || r.tierOf != nil && r.tierOf(it.key) != r.tier {
 			continue
 		}
 		r.decide(it)
@@ -122,8 +128,9 @@ func (r *run) feed(batch []item) {
 }
 
 func (r *run) decide(it *item) {
-	cost := it.cost * r.cost
-	if it.cost > sluice.MaxBurst/r.cost {
+	policyCost := r.costs.of(it.method, it.path, it.route)
+	cost := it.cost * policyCost
+	if it.cost > sluice.MaxBurst/policyCost {
 		cost = sluice.MaxBurst + 1 // beyond any capacity, without overflow
 	}
 	ks := r.keys[it.key]
