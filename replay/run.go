@@ -95,7 +95,7 @@ type worstWindow struct {
 
 func newRun(sub subject, p Policy, cfg *Config) *run {
 	main, _ := newDecider(sub.algorithm, sub.limit) // checked by Config.check
-	costs, _ := newCostMatcher(p) // checked by Config.check
+	costs, _ := newCostMatcher(p)                   // checked by Config.check
 	r := &run{sub: sub, name: p.Name, costs: costs, tierOf: p.TierOf, tier: p.Tier, main: main, periodUs: sub.limit.PeriodMicros(),
 		keys: map[string]*keyStat{}, maxKeys: cfg.MaxKeys, observe: cfg.Observe}
 	if r.maxKeys == 0 {
