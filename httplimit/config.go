@@ -66,7 +66,8 @@ type FilePolicy struct {
 	// TierFrom says what chooses the tier of a request: "header:Name",
 	// the value of a header (a tier's values, by default its name), or
 	// "key-prefix", the request's key as the key function derives it (a
-	// tier's values are prefixes). A request that no tier's value
+	// tier's values are prefixes; a header key over 64 bytes is its
+	// SHA-256, which no prefix chooses). A request that no tier's value
 	// chooses is in DefaultTier. Both are what the client sends: use them
 	// behind what authenticates it (a gateway that sets the header, API
 	// keys that are checked), or a client names its own plan.

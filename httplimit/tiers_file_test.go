@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +20,9 @@ import (
 )
 
 // TestTiersByKeyPrefix: tier_from: key-prefix chooses the tier whose
-// prefix starts the key, the default tier when none does; the same file
-// in JSON.
+// prefix starts the key as the key function derives it, the default tier
+// when none does (a header over 64 bytes, keyed by its SHA-256,
+// included); the same file in JSON.
 func TestTiersByKeyPrefix(t *testing.T) {
 	for name, file := range map[string]string{
 		"yaml": `
@@ -39,7 +41,8 @@ policies:
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := plansHandler(t, file)
-			for key, want := range map[string]string{"pk_123": "q=500", "team_9": "q=500", "sk_123": "q=10", "xpk_1": "q=10"} {
+			longKey := "pk_" + strings.Repeat("x", 70) // over 64 bytes: keyed by its SHA-256, which pk_ does not start
+			for key, want := range map[string]string{"pk_123": "q=500", "team_9": "q=500", "sk_123": "q=10", "xpk_1": "q=10", longKey: "q=10"} {
 				w := call(h, http.MethodGet, "/items", key, "")
 				require.Equal(t, http.StatusOK, w.Code)
 				require.Contains(t, w.Header().Get("RateLimit-Policy"), want, key)

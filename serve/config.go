@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/stack"
 )
 
@@ -38,6 +39,26 @@ import (
 //
 // Every policy records metrics and spans (tracing is always on).
 //
+// A policy whose limit depends on the client's plan gives tiers instead
+// of rate, period and burst, and the descriptor entry whose value chooses
+// among them (one of match's keys, with no value):
+//
+//	policies:
+//	  - name: plan
+//	    match: [{key: api_key}, {key: plan}]
+//	    tier_from: descriptor:plan
+//	    default_tier: free       # the tier of a value no tier's values hold
+//	    tiers:
+//	      free: {rate: 60, period: 1m, burst: 10}
+//	      pro:  {rate: 6000, period: 1m, burst: 500, values: [pro, pro-annual]} # default: [pro]
+//
+// Each tier counts apart: the key leaves the choosing value out and names
+// the tier, so every value of a tier shares the tier's state. The status's
+// current_limit and the RateLimit fields state the tier's limit. Every
+// decorator serves every tier, and what stack.Build refuses of a limit
+// and a cost is refused of each tier, as are an unknown default tier and
+// one value for two tiers.
+//
 // A policy with shadow: true is a dry run: every hit is decided and
 // counted in the store as it would be enforced, but a would-be denial is
 // answered OK (gRPC) or allowed with "shadow_denied": true (POST
@@ -57,10 +78,15 @@ type Config struct {
 
 // PolicyConfig is one policy of a [Config].
 type PolicyConfig struct {
-	Name       string       `yaml:"name"`
-	Match      []MatchEntry `yaml:"match"`
-	Shadow     bool         `yaml:"shadow"` // a dry run: see Config
-	stack.Spec `yaml:",inline"`
+	Name   string       `yaml:"name"`
+	Match  []MatchEntry `yaml:"match"`
+	Shadow bool         `yaml:"shadow"` // a dry run: see Config
+	// TierFrom ("descriptor:Key"), DefaultTier and Tiers make the limit
+	// depend on the value of one of the descriptor's entries: see Config.
+	TierFrom    string              `yaml:"tier_from"`
+	DefaultTier string              `yaml:"default_tier"`
+	Tiers       httplimit.FileTiers `yaml:"tiers"`
+	stack.Spec  `yaml:",inline"`
 }
 
 // MatchEntry is one descriptor entry a policy matches: Key, and Value when

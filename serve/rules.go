@@ -26,6 +26,7 @@ type rule struct {
 	algorithm sluice.Limiter // the bare algorithm, for the RateLimit fields
 	fallback  string         // "", "open", "closed", "local"
 	shadow    bool           // decided and counted, never denied
+	tiers     *tiers         // nil: limit, for every descriptor
 }
 
 // rules is one loaded policy file: what a request is decided by until a
@@ -92,14 +93,17 @@ func buildRule(pc PolicyConfig, store sluice.Store, mp metric.MeterProvider) (*r
 			return nil, errors.New("match: an entry has no key")
 		}
 	}
-	spec := pc.Spec
+	ts, spec, err := buildTiers(pc, store)
+	if err != nil {
+		return nil, err
+	}
 	spec.Tracing = true // the service's metrics
 	st, err := stack.Build(spec, store, stack.WithName(pc.Name), stack.WithMeterProvider(mp))
 	if err != nil {
 		return nil, err
 	}
 	return &rule{name: pc.Name, match: pc.Match, limit: st.Limit(), cost: st.Cost(), limiter: st,
-		algorithm: st.Algorithm(), fallback: pc.Fallback, shadow: pc.Shadow}, nil
+		algorithm: st.Algorithm(), fallback: pc.Fallback, shadow: pc.Shadow, tiers: ts}, nil
 }
 
 // Close waits for the calls in flight on rs and closes its leases, giving
@@ -164,33 +168,34 @@ func (rs *rules) keyOf(r *rule, entries []entry) string {
 	return sluice.Key(strings.Join(values, "\x1f"), "serve", rs.domain, r.name)
 }
 
-// keyOfRequest is the Redis key of a /v1/allow request under rule r: the
-// key of the descriptor it names (Key, as a descriptor of r's one entry,
-// or Descriptor), or an error when r does not match that descriptor, so
-// that a request cannot be decided under a policy of another tenant.
-func (rs *rules) keyOfRequest(r *rule, req AllowRequest) (string, error) {
+// targetOfRequest is the Redis key and limit of a /v1/allow request under
+// rule r: those of the descriptor it names (Key, as a descriptor of r's
+// one entry, or Descriptor), or an error when r does not match that
+// descriptor, so that a request cannot be decided under a policy of
+// another tenant.
+func (rs *rules) targetOfRequest(r *rule, req AllowRequest) (target, error) {
 	var entries []entry
 	switch {
 	case req.Key != "" && req.Descriptor != nil:
-		return "", errors.New("give key or descriptor, not both")
+		return target{}, errors.New("give key or descriptor, not both")
 	case req.Descriptor != nil:
 		for _, e := range req.Descriptor {
 			entries = append(entries, entry{key: e.Key, value: e.Value})
 		}
 		if !r.matches(entries) {
-			return "", fmt.Errorf("descriptor: does not match policy %q (%s)", r.name, describeMatch(r.match))
+			return target{}, fmt.Errorf("descriptor: does not match policy %q (%s)", r.name, describeMatch(r.match))
 		}
 	case req.Key == "":
-		return "", errors.New("key: empty")
+		return target{}, errors.New("key: empty")
 	case len(r.match) != 1:
-		return "", fmt.Errorf("policy %q matches descriptors of %d entries: give \"descriptor\" (%s)", r.name, len(r.match), describeMatch(r.match))
+		return target{}, fmt.Errorf("policy %q matches descriptors of %d entries: give \"descriptor\" (%s)", r.name, len(r.match), describeMatch(r.match))
 	default:
 		entries = []entry{{key: r.match[0].Key, value: req.Key}}
 		if !r.matches(entries) {
-			return "", fmt.Errorf("key: %q does not match policy %q (%s)", req.Key, r.name, describeMatch(r.match))
+			return target{}, fmt.Errorf("key: %q does not match policy %q (%s)", req.Key, r.name, describeMatch(r.match))
 		}
 	}
-	return rs.keyOf(r, entries), nil
+	return rs.target(r, entries), nil
 }
 
 // describeMatch writes a policy's match as key=value entries, "key=*" for

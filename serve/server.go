@@ -142,7 +142,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 	}
 	type check struct {
 		rule    *rule
-		key     string
+		target  target
 		cost    int64
 		entries []entry
 	}
@@ -171,11 +171,11 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: hits_addend %d is out of range", i, hits)
 		}
 		cost := int64(hits) * r.cost
-		key := rs.keyOf(r, entries)
-		if err := ext.CheckRequest(r.limiter, key, r.limit, cost); err != nil {
+		t := rs.target(r, entries)
+		if err := ext.CheckRequest(r.limiter, t.key, t.limit, cost); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d (policy %q): hits_addend %d: %v", i, r.name, hits, err)
 		}
-		checks[i] = check{r, key, cost, entries}
+		checks[i] = check{r, t, cost, entries}
 	}
 
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}
@@ -191,12 +191,12 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			continue
 		}
 		if c.rule.shadow {
-			if err := s.shadow(ctx, c.rule, c.key, c.cost, describeEntries(c.entries), "grpc"); err != nil {
+			if err := s.shadow(ctx, c.rule, c.target, c.cost, describeEntries(c.entries), "grpc"); err != nil {
 				return nil, status.FromContextError(err).Err()
 			}
 			continue
 		}
-		d, err := c.rule.limiter.AllowN(ctx, c.key, c.rule.limit, c.cost)
+		d, err := c.rule.limiter.AllowN(ctx, c.target.key, c.target.limit, c.cost)
 		if err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return nil, status.FromContextError(err).Err()
@@ -204,7 +204,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			s.logger.Error("serve: no decision", "policy", c.rule.name, "descriptor", i, "err", err)
 			return nil, status.Errorf(codes.Unavailable, "policy %q: no decision: %v", c.rule.name, err)
 		}
-		st.CurrentLimit = currentLimit(c.rule)
+		st.CurrentLimit = currentLimit(c.rule.name, c.target.limit)
 		st.LimitRemaining = uint32(min(d.Remaining, math.MaxUint32))
 		st.DurationUntilReset = durationpb.New(d.ResetAfter)
 		if !d.Allowed {
@@ -212,7 +212,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 			retryAfter = max(retryAfter, d.RetryAfter)
 		}
-		policy, rateLimit := httplimit.Fields(c.rule.name, c.rule.algorithm, c.rule.limit, d)
+		policy, rateLimit := httplimit.Fields(c.rule.name, c.rule.algorithm, c.target.limit, d)
 		resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, &corev3.HeaderValue{Key: "RateLimit-Policy", Value: policy})
 		if rateLimit != "" {
 			resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, &corev3.HeaderValue{Key: "RateLimit", Value: rateLimit})
@@ -225,9 +225,9 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 	return resp, nil
 }
 
-// currentLimit states a rule's limit as Envoy's RateLimit: requests per
-// the unit its period fits (10 per 30 s is 20 per MINUTE).
-func currentLimit(r *rule) *rlsv3.RateLimitResponse_RateLimit {
+// currentLimit states a rule's limit (its tier's) as Envoy's RateLimit:
+// requests per the unit its period fits (10 per 30 s is 20 per MINUTE).
+func currentLimit(name string, limit sluice.Limit) *rlsv3.RateLimitResponse_RateLimit {
 	units := []struct {
 		d time.Duration
 		u rlsv3.RateLimitResponse_RateLimit_Unit
@@ -238,13 +238,13 @@ func currentLimit(r *rule) *rlsv3.RateLimitResponse_RateLimit {
 		{24 * time.Hour, rlsv3.RateLimitResponse_RateLimit_DAY},
 	}
 	for _, u := range units {
-		if u.d%r.limit.Period == 0 {
-			n := r.limit.Rate * int64(u.d/r.limit.Period)
-			return &rlsv3.RateLimitResponse_RateLimit{Name: r.name, RequestsPerUnit: uint32(min(n, math.MaxUint32)), Unit: u.u}
+		if u.d%limit.Period == 0 {
+			n := limit.Rate * int64(u.d/limit.Period)
+			return &rlsv3.RateLimitResponse_RateLimit{Name: name, RequestsPerUnit: uint32(min(n, math.MaxUint32)), Unit: u.u}
 		}
 	}
-	perDay := float64(r.limit.Rate) * float64(24*time.Hour) / float64(r.limit.Period)
-	return &rlsv3.RateLimitResponse_RateLimit{Name: r.name, RequestsPerUnit: uint32(min(perDay, math.MaxUint32)),
+	perDay := float64(limit.Rate) * float64(24*time.Hour) / float64(limit.Period)
+	return &rlsv3.RateLimitResponse_RateLimit{Name: name, RequestsPerUnit: uint32(min(perDay, math.MaxUint32)),
 		Unit: rlsv3.RateLimitResponse_RateLimit_DAY}
 }
 
@@ -315,7 +315,7 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "policy: unknown %q", req.Policy)
 		return
 	}
-	key, err := rs.keyOfRequest(rule, req)
+	t, err := rs.targetOfRequest(rule, req)
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
@@ -324,7 +324,7 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request) {
 	if cost == 0 {
 		cost = rule.cost
 	}
-	if err := ext.CheckRequest(rule.limiter, key, rule.limit, cost); err != nil {
+	if err := ext.CheckRequest(rule.limiter, t.key, t.limit, cost); err != nil {
 		badRequest(w, "cost: %v", err)
 		return
 	}
@@ -332,17 +332,17 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request) {
 	if rule.shadow {
 		ctx = ext.WithShadow(ctx)
 	}
-	d, err := rule.limiter.AllowN(ctx, key, rule.limit, cost)
+	d, err := rule.limiter.AllowN(ctx, t.key, t.limit, cost)
 	if err != nil {
 		s.logger.Error("serve: no decision", "policy", rule.name, "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "no decision: the store is unavailable"})
 		return
 	}
 	if rule.shadow {
-		writeJSON(w, http.StatusOK, s.shadowAnswer(rule, req, d))
+		writeJSON(w, http.StatusOK, s.shadowAnswer(rule, t, req, d))
 		return
 	}
-	policy, rateLimit := httplimit.Fields(rule.name, rule.algorithm, rule.limit, d)
+	policy, rateLimit := httplimit.Fields(rule.name, rule.algorithm, t.limit, d)
 	w.Header().Set("RateLimit-Policy", policy)
 	if rateLimit != "" {
 		w.Header().Set("RateLimit", rateLimit)

@@ -17,8 +17,8 @@ const ShadowDenialMessage = "serve: shadow denial"
 // counted as if enforced, logged when it would deny, never denied. A store
 // error is logged and the descriptor allowed; only the call's own end
 // (its context canceled or past its deadline) is returned.
-func (s *Server) shadow(ctx context.Context, r *rule, key string, cost int64, descriptor, via string) error {
-	d, err := r.limiter.AllowN(ext.WithShadow(ctx), key, r.limit, cost)
+func (s *Server) shadow(ctx context.Context, r *rule, t target, cost int64, descriptor, via string) error {
+	d, err := r.limiter.AllowN(ext.WithShadow(ctx), t.key, t.limit, cost)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
@@ -26,28 +26,32 @@ func (s *Server) shadow(ctx context.Context, r *rule, key string, cost int64, de
 		s.logger.Error("serve: shadow policy: no decision; the descriptor is allowed", "policy", r.name, "descriptor", descriptor, "err", err)
 		return nil
 	}
-	s.logShadow(r, d, descriptor, via)
+	s.logShadow(r, t, d, descriptor, via)
 	return nil
 }
 
-func (s *Server) logShadow(r *rule, d sluice.Decision, descriptor, via string) {
-	if !d.Allowed {
-		s.logger.Info(ShadowDenialMessage, "policy", r.name, "descriptor", descriptor, "via", via,
-			"retry_after", d.RetryAfter, "source", d.Source.String())
+func (s *Server) logShadow(r *rule, t target, d sluice.Decision, descriptor, via string) {
+	if d.Allowed {
+		return
 	}
+	args := []any{"policy", r.name, "descriptor", descriptor, "via", via, "retry_after", d.RetryAfter, "source", d.Source.String()}
+	if t.tier != "" {
+		args = append(args, "tier", t.tier)
+	}
+	s.logger.Info(ShadowDenialMessage, args...)
 }
 
 // shadowAnswer is POST /v1/allow's answer to a decision of a shadow rule:
 // allowed, with ShadowDenied set when the rule would have denied.
-func (s *Server) shadowAnswer(r *rule, req AllowRequest, d sluice.Decision) AllowResponse {
+func (s *Server) shadowAnswer(r *rule, t target, req AllowRequest, d sluice.Decision) AllowResponse {
 	descriptor := describeEntries(requestEntries(r, req))
-	s.logShadow(r, d, descriptor, "http")
+	s.logShadow(r, t, d, descriptor, "http")
 	return AllowResponse{Allowed: true, Remaining: d.Remaining, ResetAfterMs: d.ResetAfter.Milliseconds(),
 		Source: d.Source.String(), ShadowDenied: !d.Allowed}
 }
 
 // requestEntries are the descriptor entries a /v1/allow request names (it
-// has been checked against r by keyOfRequest).
+// has been checked against r by targetOfRequest).
 func requestEntries(r *rule, req AllowRequest) []entry {
 	if req.Key != "" {
 		return []entry{{key: r.match[0].Key, value: req.Key}}
