@@ -11,11 +11,11 @@
 // under every other algorithm at the same limit.
 //
 // Memory: each subject's limiter state is dropped as it expires in
-// simulated time, as Redis would drop the keys, and the per-key figures of
-// the report are kept for keys active within a period, keys denied at
-// least once, and otherwise up to Config.MaxKeys keys (see
-// Result.DroppedKeys): a log of any length replays in memory bounded by
-// its active and denied keys.
+// simulated time, as Redis would drop the keys, and the report's per-key
+// figures are kept exactly for up to Config.MaxKeys keys; past it, keys
+// idle for a period are forgotten, their figures final (see
+// Result.DroppedKeys). A log of any length replays in memory bounded by
+// MaxKeys and the keys active within a period.
 package replay
 
 import (
@@ -77,9 +77,9 @@ type Config struct {
 	Target float64
 	// TopKeys is how many keys Result.TopKeys lists (default 10).
 	TopKeys int
-	// MaxKeys bounds the per-key figures kept for keys never denied: past
-	// it, keys idle for longer than the policy's period are folded into
-	// the totals and forgotten (default 1<<20).
+	// MaxKeys bounds the keys whose figures the report keeps: past it,
+	// keys idle for longer than the policy's period are counted in the
+	// totals and forgotten (default 1<<17, about 25 MB per subject).
 	MaxKeys int
 	// Observe, when set, is called with every decision of every subject:
 	// concurrently across subjects, in log order within one.
@@ -123,7 +123,7 @@ type Skipper interface {
 const (
 	MaxPolicies    = 64
 	defaultTopKeys = 10
-	defaultMaxKeys = 1 << 20
+	defaultMaxKeys = 1 << 17
 )
 
 // subject is one policy under one algorithm.

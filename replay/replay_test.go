@@ -350,3 +350,39 @@ func TestMemoryIsBoundedByActiveKeys(t *testing.T) {
 		require.LessOrEqual(t, r.PeakStateKeys, int64(2*minSweepWrites+400), r.Algorithm)
 	}
 }
+
+func TestDeniedKeysAreCountedWhenForgotten(t *testing.T) {
+	// 50,000 keys, each sending two requests at once (the second denied
+	// under 1 per second), 5 ms apart: every key is denied once, and the
+	// table forgets them as they go idle; the figures stay exact.
+	const n = 50_000
+	recs := make([]accesslog.Record, 0, 2*n)
+	for i := range n {
+		k := fmt.Sprint("k", i)
+		recs = append(recs, at(k, i*5), at(k, i*5))
+	}
+	for _, target := range []float64{0, 0.5} {
+		rep, err := Run(context.Background(), &records{recs: recs},
+			Config{Policies: []Policy{{Name: "p", Limit: sluice.PerSecond(1)}}, Algorithms: []string{"tokenbucket"}, MaxKeys: 1000, Target: target})
+		require.NoError(t, err)
+		r := rep.Results[0]
+		require.EqualValues(t, n, r.Keys)
+		require.EqualValues(t, n, r.DeniedKeys)
+		require.EqualValues(t, n, r.Denied)
+		require.EqualValues(t, 0, r.WellBehavedKeys) // 2 in a second, over 1 per second
+		require.Greater(t, r.DroppedKeys, int64(n-2000))
+		require.LessOrEqual(t, r.PeakKeys, int64(2000))
+		require.Len(t, r.TopKeys, defaultTopKeys)
+		require.Equal(t, "k0", r.TopKeys[0].Key) // one denial each: by key
+		if target > 0 {
+			// At 2 per second and more no key is denied; below, every key.
+			for _, s := range r.Target.Ladder {
+				want := int64(n)
+				if s.Limit.Burst >= 2 {
+					want = 0
+				}
+				require.Equal(t, want, s.DeniedKeys, "%+v", s.Limit)
+			}
+		}
+	}
+}

@@ -70,6 +70,7 @@ type Result struct {
 
 	// Keys counts the keys seen (a key forgotten and seen again counts
 	// twice: see DroppedKeys); DeniedKeys those denied at least once.
+	// When no key was dropped, every per-key figure is exact.
 	Keys       int64 `json:"keys"`
 	DeniedKeys int64 `json:"denied_keys"`
 	// WellBehavedKeys are the denied keys whose average rate stayed
@@ -81,9 +82,10 @@ type Result struct {
 	// rate for an hour averages well under it.
 	WellBehavedKeys    int64 `json:"well_behaved_keys"`
 	WellBehavedDenials int64 `json:"well_behaved_denials"`
-	// DroppedKeys were forgotten to keep within Config.MaxKeys: never
-	// denied, idle for a period. A dropped key seen again starts afresh,
-	// so its earlier requests do not count in its average rate.
+	// DroppedKeys were forgotten to keep within Config.MaxKeys, once
+	// idle for a period, their figures final: a key seen again after it
+	// was forgotten counts again in Keys (and in DeniedKeys if denied
+	// again), with its requests split between its two entries.
 	DroppedKeys int64 `json:"dropped_keys,omitempty"`
 	// PeakKeys is the most keys the report's table held at once, and
 	// PeakStateKeys the most keys the limiter's state held: what the
@@ -176,8 +178,9 @@ func (r *run) result(firstUs int64, top int, target float64) Result {
 	if r.timeline.step > 0 {
 		res.Timeline.Start = time.UnixMicro(r.timeline.start).UTC()
 	}
-	var denied []KeyStat
-	ladderKeys := make([]int64, len(r.ladder))
+	res.DeniedKeys, res.WellBehavedKeys, res.WellBehavedDenials = r.foldedDenied, r.foldedWell, r.foldedWellDenials
+	denied := slices.Clone(r.foldedTop)
+	ladderKeys := slices.Clone(r.foldedLadder)
 	for k, ks := range r.keys {
 		for i := range r.ladder {
 			if ks.ladder&(1<<i) != 0 {
@@ -188,18 +191,14 @@ func (r *run) result(firstUs int64, top int, target float64) Result {
 			continue
 		}
 		res.DeniedKeys++
-		// cost / span <= rate / period, exactly.
-		span := max(ks.last-ks.first, r.periodUs)
-		well := mulLE(ks.cost, r.periodUs, r.sub.limit.Rate, span)
+		well := ks.wellBehaved(r.sub.limit.Rate, r.periodUs)
 		if well {
 			res.WellBehavedKeys++
 			res.WellBehavedDenials += ks.denied
 		}
 		denied = append(denied, KeyStat{Key: k, Requests: ks.requests, Cost: ks.cost, Denied: ks.denied, WellBehaved: well})
 	}
-	slices.SortFunc(denied, func(a, b KeyStat) int {
-		return cmp.Or(cmp.Compare(b.Denied, a.Denied), cmp.Compare(a.Key, b.Key))
-	})
+	sortKeyStats(denied)
 	res.TopKeys = append([]KeyStat{}, denied[:min(top, len(denied))]...)
 	if target > 0 {
 		res.Target = r.fit(target, res.Keys, ladderKeys)
@@ -224,6 +223,13 @@ func (r *run) fit(target float64, keys int64, ladderKeys []int64) *TargetFit {
 		}
 	}
 	return fit
+}
+
+// sortKeyStats sorts keys by denials, most first, then by key.
+func sortKeyStats(ks []KeyStat) {
+	slices.SortFunc(ks, func(a, b KeyStat) int {
+		return cmp.Or(cmp.Compare(b.Denied, a.Denied), cmp.Compare(a.Key, b.Key))
+	})
 }
 
 // mulLE reports whether a×b <= c×d for non-negative a, b, c, d, in 128

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -33,20 +34,26 @@ type run struct {
 	periodUs int64
 	err      error // the first error of a twin; no decision after it
 
-	keys      map[string]*keyStat
-	maxKeys   int
-	sweepAt   int // len(keys) that triggers the next fold
-	folded    int64
-	peakKeys  int
-	requests  int64
-	allowed   int64
-	denied    int64
-	over      int64
-	ladderDen []int64 // denials per ladder step
-	worst     worstWindow
-	subUs     int64 // the window ring's slot width
-	timeline  timeline
-	observe   func(Decision)
+	keys    map[string]*keyStat
+	maxKeys int
+	sweepAt int // len(keys) that triggers the next fold
+	top     int // how many top keys the report lists
+	folded  int64
+	// What the keys forgotten while denied count in the report: their
+	// denials are final when they are forgotten.
+	foldedDenied, foldedWell, foldedWellDenials int64
+	foldedLadder                                []int64 // per ladder step
+	foldedTop                                   []KeyStat
+	peakKeys                                    int
+	requests                                    int64
+	allowed                                     int64
+	denied                                      int64
+	over                                        int64
+	ladderDen                                   []int64 // denials per ladder step
+	worst                                       worstWindow
+	subUs                                       int64 // the window ring's slot width
+	timeline                                    timeline
+	observe                                     func(Decision)
 }
 
 // keyStat is what the report needs of one key.
@@ -102,6 +109,10 @@ func newRun(sub subject, p Policy, cfg *Config) *run {
 		r.maxKeys = defaultMaxKeys
 	}
 	r.sweepAt = r.maxKeys
+	r.top = cfg.TopKeys
+	if r.top == 0 {
+		r.top = defaultTopKeys
+	}
 	r.subUs = (r.periodUs + ringSlots - 1) / ringSlots
 	if cfg.Target > 0 {
 		for _, limit := range ladderLimits(sub.limit) {
@@ -111,6 +122,7 @@ func newRun(sub subject, p Policy, cfg *Config) *run {
 			}
 		}
 		r.ladderDen = make([]int64, len(r.ladder))
+		r.foldedLadder = make([]int64, len(r.ladder))
 	}
 	return r
 }
@@ -187,15 +199,37 @@ func (r *run) decide(it *item) {
 	}
 }
 
-// fold forgets the keys never denied (under any limit) and idle for more
-// than a period, counting them in folded, so that the key table stays
-// within MaxKeys plus the keys active or denied.
+// fold forgets the keys idle for more than a period, so that the key
+// table stays within MaxKeys plus the keys active within a period. A
+// forgotten key's figures are final: a key never denied only counts among
+// Keys, a denied one is counted in the report's figures now (denied keys,
+// well-behaved keys, the ladder's keys) and kept among the top keys if it
+// is one of them. A key seen again starts a new entry.
 func (r *run) fold(now int64) {
 	for k, ks := range r.keys {
-		if ks.denied == 0 && ks.ladder == 0 && now-ks.last > r.periodUs {
-			delete(r.keys, k)
-			r.folded++
+		if now-ks.last <= r.periodUs {
+			continue
 		}
+		if ks.denied > 0 {
+			r.foldedDenied++
+			well := ks.wellBehaved(r.sub.limit.Rate, r.periodUs)
+			if well {
+				r.foldedWell++
+				r.foldedWellDenials += ks.denied
+			}
+			r.foldedTop = append(r.foldedTop, KeyStat{Key: k, Requests: ks.requests, Cost: ks.cost, Denied: ks.denied, WellBehaved: well})
+		}
+		for i := range r.foldedLadder {
+			if ks.ladder&(1<<i) != 0 {
+				r.foldedLadder[i]++
+			}
+		}
+		delete(r.keys, k)
+		r.folded++
+	}
+	if len(r.foldedTop) > 2*r.top {
+		sortKeyStats(r.foldedTop)
+		r.foldedTop = slices.Clip(r.foldedTop[:r.top])
 	}
 	r.sweepAt = max(r.maxKeys, 2*len(r.keys))
 	if len(r.keys) < r.maxKeys/4 {
@@ -205,6 +239,14 @@ func (r *run) fold(now int64) {
 		}
 		r.keys = rebuilt
 	}
+}
+
+// wellBehaved reports whether the key's average rate, its cost over its
+// span (first request to last, at least a period), is within rate per
+// period: cost / span <= rate / period, exactly.
+func (ks *keyStat) wellBehaved(rate, periodUs int64) bool {
+	span := max(ks.last-ks.first, periodUs)
+	return mulLE(ks.cost, periodUs, rate, span)
 }
 
 // timeline counts allowed and denied requests in steps of time that

@@ -87,7 +87,7 @@ func WriteText(w io.Writer, rep *Report) error {
 		}
 		for _, r := range group {
 			if r.DroppedKeys > 0 {
-				p.printf("%s: %s idle keys never denied were forgotten to bound memory (--max-keys)\n", r.Algorithm, num(r.DroppedKeys))
+				p.printf("%s: %s idle keys were forgotten to bound memory (--max-keys); one seen again counted again\n", r.Algorithm, num(r.DroppedKeys))
 			}
 		}
 	}

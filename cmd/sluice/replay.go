@@ -64,7 +64,7 @@ func newReplayFlagSet(c *replayConfig) *flag.FlagSet {
 	fs.StringVar(&c.fields.Cost, "field-cost", "", "JSON/CSV: the cost field (default cost)")
 	fs.StringVar(&c.target, "target", "", "also find the smallest limit denying at most this `share` of keys, such as 1% or 0.01")
 	fs.IntVar(&c.top, "top", 10, "how many keys to list by denials")
-	fs.IntVar(&c.maxKeys, "max-keys", 1<<20, "keys never denied kept for the report before idle ones are forgotten")
+	fs.IntVar(&c.maxKeys, "max-keys", 1<<17, "keys the report keeps figures of before idle ones are forgotten (about 200 bytes each per algorithm)")
 	fs.StringVar(&c.jsonOut, "json", "", "write the report as JSON to `file` (- for standard output, instead of the text)")
 	fs.StringVar(&c.htmlOut, "html", "", "also write the report as an HTML page with charts to `file`")
 	fs.BoolVar(&c.markdown, "markdown", false, "write the report on standard output as Markdown tables instead of text")
