@@ -40,7 +40,7 @@ func run() error {
 	}
 	defer store.Close()
 
-	handler, err := newHandler(store)
+	handler, err := newHandler(store, nil)
 	if err != nil {
 		return err
 	}
@@ -66,8 +66,15 @@ func run() error {
 // process and does not fail that way, and a fallback budget (50 ms by
 // default) shorter than the time calls queue for it under load would
 // decide the queued calls by the fallback policy, uncounted.
-func newHandler(store sluice.Store) (http.Handler, error) {
-	perClient, err := tokenbucket.New(store)
+//
+// clock, when not nil, is the time the per-client bucket decides by (for
+// tests); nil is the store's clock, what a service wants.
+func newHandler(store sluice.Store, clock sluice.Clock) (http.Handler, error) {
+	var opts []tokenbucket.Option
+	if clock != nil {
+		opts = append(opts, tokenbucket.WithClock(clock))
+	}
+	perClient, err := tokenbucket.New(store, opts...)
 	if err != nil {
 		return nil, err
 	}

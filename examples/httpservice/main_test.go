@@ -5,9 +5,11 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/store/embedded"
 )
 
@@ -15,7 +17,7 @@ func TestService(t *testing.T) {
 	store, err := embedded.Start()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
-	h, err := newHandler(store)
+	h, err := newHandler(store, nil)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -53,7 +55,10 @@ func TestConcurrentRequestsAdmitExactlyTheBurst(t *testing.T) {
 	store, err := embedded.Start()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
-	h, err := newHandler(store)
+	// The bucket's clock stands still: 200 concurrent requests take as long
+	// as the machine makes them, and a refill in between (one token a
+	// second) would admit an eleventh; this test is about the burst.
+	h, err := newHandler(store, sluicetest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
