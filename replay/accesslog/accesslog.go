@@ -7,7 +7,8 @@
 // and a bounded cache of keys, whatever the size of the log. A line that
 // cannot be parsed is never fatal: it is counted and, up to
 // Options.MaxLineErrors, kept with its line number and the reason
-// ([Reader.Skipped]); [Reader.Err] reports only I/O errors.
+// ([Reader.Skipped]); nor is a truncated or corrupt gzip stream, which
+// ends the input as a skipped line. [Reader.Err] reports only I/O errors.
 package accesslog
 
 import (
@@ -133,13 +134,16 @@ var ErrEmpty = errors.New("accesslog: the input is empty: no format to detect")
 // use.
 type Reader struct {
 	br      *bufio.Reader
+	gz      *gzipSource // nil unless the input is gzip
 	opts    Options
 	fields  FieldNames
 	format  Format
 	maxErrs int
 
-	line    int64
+	line    int64 // the number of the line being parsed
+	read    int64 // how many lines were read from the input
 	err     error
+	ended   bool // the end of the input was reached (and a broken stream reported)
 	skipped int64
 	first   []LineError
 
@@ -161,24 +165,35 @@ const maxKeyCache = 1 << 16
 // NewReader returns a Reader of r. It reads the first lines when the
 // format is to be detected, and the header row of CSV; the error is about
 // these, or about opts. A gzip stream (by its magic bytes) is read
-// decompressed, and a leading UTF-8 byte order mark is dropped.
+// decompressed, its members one after the other, and a leading UTF-8
+// byte order mark is dropped.
+//
+// A gzip stream that is truncated, corrupt or followed by garbage ends
+// the input there, without an error: the records read before stand, an
+// incomplete line at the break is dropped, and the break is a skipped
+// line (numbered after the last complete line, with a reason such as
+// "gzip stream truncated after line N: unexpected EOF"). An error of r
+// itself is an I/O error: it ends reading and is [Reader.Err].
 // Detection reads up to MaxLineBytes ahead before the first record.
 func NewReader(r io.Reader, opts Options) (*Reader, error) {
 	if opts.Format < Auto || opts.Format > CSV {
 		return nil, fmt.Errorf("accesslog: unknown format %v", opts.Format)
 	}
-	br := bufio.NewReaderSize(r, MaxLineBytes)
+	in := &errSource{r: r}
+	br := bufio.NewReaderSize(in, MaxLineBytes)
+	var gz *gzipSource
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("accesslog: gzip: %w", err)
 		}
-		br = bufio.NewReaderSize(zr, MaxLineBytes)
+		gz = &gzipSource{zr: zr, in: in}
+		br = bufio.NewReaderSize(gz, MaxLineBytes)
 	}
 	if bom, _ := br.Peek(3); string(bom) == "\ufeff" {
 		br.Discard(3) // a UTF-8 byte order mark, as spreadsheets write
 	}
-	rd := &Reader{br: br, opts: opts, fields: opts.Fields.withDefaults(), format: opts.Format,
+	rd := &Reader{br: br, gz: gz, opts: opts, fields: opts.Fields.withDefaults(), format: opts.Format,
 		maxErrs: opts.MaxLineErrors, keys: make(map[string]string)}
 	if rd.maxErrs == 0 {
 		rd.maxErrs = 100
@@ -279,40 +294,6 @@ func (rd *Reader) skip(reason string) {
 	rd.skipped++
 	if len(rd.first) < rd.maxErrs {
 		rd.first = append(rd.first, LineError{Line: rd.line, Reason: reason})
-	}
-}
-
-// readLine returns the next line without its line ending; it skips (and
-// reports) a line longer than MaxLineBytes.
-func (rd *Reader) readLine() ([]byte, bool) {
-	for {
-		line, err := rd.br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			rd.line++
-			for err == bufio.ErrBufferFull {
-				_, err = rd.br.ReadSlice('\n')
-			}
-			rd.skip(fmt.Sprintf("line longer than %d bytes", MaxLineBytes))
-			if err != nil && err != io.EOF {
-				rd.err = err
-				return nil, false
-			}
-			if err == io.EOF {
-				return nil, false
-			}
-			continue
-		}
-		if err != nil && err != io.EOF {
-			rd.err = err
-			return nil, false
-		}
-		if len(line) == 0 {
-			return nil, false
-		}
-		rd.line++
-		line = bytes.TrimSuffix(line, []byte{'\n'})
-		line = bytes.TrimSuffix(line, []byte{'\r'})
-		return line, true
 	}
 }
 
