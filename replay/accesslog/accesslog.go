@@ -140,8 +140,9 @@ type Reader struct {
 	format  Format
 	maxErrs int
 
-	line    int64 // the number of the line being parsed
-	read    int64 // how many lines were read from the input
+	line    int64  // the number of the line being parsed
+	read    int64  // how many lines were read from the input
+	held    []held // lines read ahead by detection
 	err     error
 	ended   bool // the end of the input was reached (and a broken stream reported)
 	skipped int64
@@ -174,7 +175,8 @@ const maxKeyCache = 1 << 16
 // line (numbered after the last complete line, with a reason such as
 // "gzip stream truncated after line N: unexpected EOF"). An error of r
 // itself is an I/O error: it ends reading and is [Reader.Err].
-// Detection reads up to MaxLineBytes ahead before the first record.
+// Detection reads the first lines ahead, keeping a copy of at most five
+// non-empty ones (lines too long to read are skipped, not counted).
 func NewReader(r io.Reader, opts Options) (*Reader, error) {
 	if opts.Format < Auto || opts.Format > CSV {
 		return nil, fmt.Errorf("accesslog: unknown format %v", opts.Format)
@@ -203,7 +205,7 @@ func NewReader(r io.Reader, opts Options) (*Reader, error) {
 	rd.keyAddr = httplimit.RemoteAddr()
 	rd.keyHdr = httplimit.Header("X-Key")
 	if rd.format == Auto {
-		f, err := detect(br, rd.fields)
+		f, err := rd.detect()
 		if err != nil {
 			return nil, err
 		}
@@ -254,7 +256,7 @@ func (rd *Reader) Format() Format { return rd.format }
 // Next returns the next Record, or false at the end of the input or on an
 // I/O error ([Reader.Err]). Lines it cannot parse are skipped and counted.
 func (rd *Reader) Next() (Record, bool) {
-	for rd.err == nil {
+	for {
 		line, ok := rd.readLine()
 		if !ok {
 			return Record{}, false
@@ -279,7 +281,6 @@ func (rd *Reader) Next() (Record, bool) {
 		rec.Line = rd.line
 		return rec, true
 	}
-	return Record{}, false
 }
 
 // Err returns the I/O error that ended reading, or nil at the end of the

@@ -2,7 +2,6 @@ package accesslog
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -121,76 +120,4 @@ func (rd *Reader) parseCSV(line []byte, rec *Record) string {
 		}
 		return c.cells[i], true, ""
 	})
-}
-
-// detectLines is how many non-empty lines detection looks at.
-const detectLines = 5
-
-// detect reads (without consuming) the first non-empty lines: a first
-// line that is a JSON object is JSON, one that parses as common or
-// combined is that (combined only if every line sampled is), one whose
-// comma-separated cells include the time field's name is a CSV header.
-// Sampled lines that match no format are ignored (they are skipped and
-// reported when read); lines of two formats, or a first line that is
-// both a CSV header and a log line, are refused.
-func detect(br interface{ Peek(int) ([]byte, error) }, f FieldNames) (Format, error) {
-	buf, err := br.Peek(MaxLineBytes)
-	atEOF := err != nil
-	var got Format
-	common, n := false, 0
-	for lineNo := 1; len(buf) > 0 && n < detectLines; lineNo++ {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 && !atEOF {
-			break // cut by the peek
-		}
-		line := buf
-		if i >= 0 {
-			line, buf = buf[:i], buf[i+1:]
-		} else {
-			buf = nil
-		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		n++
-		var this Format
-		isCSV := false
-		if n == 1 {
-			if cells, _, reason := splitCSV(line, nil, nil); reason == "" && len(cells) > 1 {
-				for _, c := range cells {
-					isCSV = isCSV || strings.TrimSpace(string(c)) == f.Time
-				}
-			}
-		}
-		if line[0] == '{' && json.Valid(line) {
-			this = JSON
-		} else if l, reason := splitCLF(line); reason == "" {
-			var z zoneCache
-			if _, ok := z.parseCLFTime(l.time); ok {
-				this = Combined
-				common = common || !l.combined
-			}
-		}
-		switch {
-		case isCSV && this != Auto:
-			return Auto, fmt.Errorf("accesslog: cannot detect the format: line %d is both a CSV header (it names the %q column) and a %v line; give the format", lineNo, f.Time, this)
-		case isCSV:
-			return CSV, nil
-		case this == Auto:
-			continue
-		case got != Auto && got != this:
-			return Auto, fmt.Errorf("accesslog: cannot detect the format: the first lines are %v and %v (line %d); give the format", got, this, lineNo)
-		}
-		got = this
-	}
-	switch {
-	case got == Combined && common:
-		return Common, nil
-	case got != Auto:
-		return got, nil
-	case n == 0 && atEOF:
-		return Auto, ErrEmpty
-	}
-	return Auto, fmt.Errorf("accesslog: cannot detect the format: none of the first %d non-empty lines is common, combined, JSON or a CSV header naming %q", n, f.Time)
 }

@@ -10,14 +10,30 @@ import (
 // readLine returns the next line without its line ending, its number in
 // rd.line; it skips (and reports) a line longer than MaxLineBytes, and at
 // the end of a broken gzip stream reports the break.
+// Lines held by detection come first.
 func (rd *Reader) readLine() ([]byte, bool) {
 	for {
-		line, long, ok := rd.rawLine()
-		if !ok {
-			rd.end()
-			return nil, false
+		var line []byte
+		var long bool
+		if len(rd.held) > 0 {
+			h := &rd.held[0]
+			rd.line, line, long = h.line, h.text, h.long > 0
+			if h.line++; h.long <= 1 {
+				rd.held = rd.held[1:]
+			} else {
+				h.long--
+			}
+			if len(rd.held) == 0 {
+				rd.held = nil
+			}
+		} else {
+			var ok bool
+			if line, long, ok = rd.rawLine(); !ok {
+				rd.end()
+				return nil, false
+			}
+			rd.line = rd.read
 		}
-		rd.line = rd.read
 		if long {
 			rd.skip(fmt.Sprintf("line longer than %d bytes", MaxLineBytes))
 			continue
