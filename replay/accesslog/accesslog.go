@@ -59,7 +59,7 @@ const (
 	Common
 	Combined
 	JSON // one JSON object per line
-	CSV  // comma-separated values, the first line a header naming the columns
+	CSV  // RFC 4180 comma-separated values, the first line a header naming the columns; spaces and tabs around a cell are ignored
 )
 
 var formatNames = [...]string{"auto", "common", "combined", "json", "csv"}

@@ -14,10 +14,12 @@ type csvState struct {
 }
 
 // splitCSV splits one line of RFC 4180 CSV (a quoted cell may hold
-// commas and doubled quotes, not line breaks); cells share buf.
+// commas and doubled quotes, not line breaks); cells share buf. Spaces
+// and tabs around a cell are dropped, those inside quotes kept.
 func splitCSV(line []byte, cells [][]byte, buf []byte) ([][]byte, []byte, string) {
 	cells, buf = cells[:0], buf[:0]
 	for {
+		line = trimBlank(line, true)
 		if len(line) > 0 && line[0] == '"' {
 			start := len(buf)
 			i := 1
@@ -36,7 +38,7 @@ func splitCSV(line []byte, cells [][]byte, buf []byte) ([][]byte, []byte, string
 				break
 			}
 			cells = append(cells, buf[start:len(buf):len(buf)])
-			line = line[i:]
+			line = trimBlank(line[i:], true)
 			if len(line) == 0 {
 				return cells, buf, ""
 			}
@@ -51,14 +53,28 @@ func splitCSV(line []byte, cells [][]byte, buf []byte) ([][]byte, []byte, string
 			if bytes.IndexByte(line, '"') >= 0 {
 				return cells, buf, `a '"' inside an unquoted cell`
 			}
-			return append(cells, line), buf, ""
+			return append(cells, trimBlank(line, false)), buf, ""
 		}
 		if bytes.IndexByte(line[:i], '"') >= 0 {
 			return cells, buf, `a '"' inside an unquoted cell`
 		}
-		cells = append(cells, line[:i])
+		cells = append(cells, trimBlank(line[:i], false))
 		line = line[i+1:]
 	}
+}
+
+// trimBlank drops the spaces and tabs that start b (left) or end it.
+func trimBlank(b []byte, left bool) []byte {
+	if left {
+		for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+			b = b[1:]
+		}
+		return b
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // readCSVHeader reads the header row (the first non-empty line) and
