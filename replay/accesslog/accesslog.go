@@ -227,14 +227,17 @@ func (rd *Reader) setup() error {
 			rd.clfKey = clfUser
 		case "referer", "user_agent":
 			if rd.format != Combined {
-				return fmt.Errorf("accesslog: KeyFrom %q needs the combined format, not common", rd.opts.KeyFrom)
+				return fmt.Errorf("accesslog: the key field %q needs the combined format, not common", rd.opts.KeyFrom)
 			}
 			rd.clfKey = clfReferer
 			if rd.opts.KeyFrom == "user_agent" {
 				rd.clfKey = clfAgent
 			}
 		default:
-			return fmt.Errorf("accesslog: KeyFrom %q: the %v format has client, user, referer and user_agent", rd.opts.KeyFrom, rd.format)
+			if rd.format == Common {
+				return fmt.Errorf("accesslog: the key field %q is not in the common format: key by client or user (referer and user_agent need the combined format)", rd.opts.KeyFrom)
+			}
+			return fmt.Errorf("accesslog: the key field %q is not in the combined format: key by client, user, referer or user_agent", rd.opts.KeyFrom)
 		}
 	case JSON, CSV:
 		if rd.opts.KeyFrom != "client" {

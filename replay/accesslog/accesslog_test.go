@@ -246,7 +246,7 @@ func TestOptionErrors(t *testing.T) {
 	}{
 		{Options{Format: 9}, "", "unknown format"},
 		{Options{Format: Common, KeyFrom: "referer"}, "", "needs the combined format"},
-		{Options{Format: Combined, KeyFrom: "cookie"}, "", `KeyFrom "cookie"`},
+		{Options{Format: Combined, KeyFrom: "cookie"}, "", `the key field "cookie" is not in the combined format`},
 		{Options{Format: CSV}, "", "without a header row"},
 		{Options{Format: CSV}, "time,ip\n", `no "remote_addr" column`},
 		{Options{Format: CSV}, "time,time\n", `column "time" twice`},

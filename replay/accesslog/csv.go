@@ -107,13 +107,13 @@ func (rd *Reader) readCSVHeader() error {
 		}
 		c.columns[name] = i
 	}
-	keyCol := rd.fields.Client
-	if rd.opts.KeyFrom != "" && rd.opts.KeyFrom != "client" {
-		keyCol = rd.opts.KeyFrom
+	keyCol, keyWhat := rd.fields.Client, "the client address"
+	if rd.keyField != "" {
+		keyCol, keyWhat = rd.keyField, "the key field"
 	}
-	for _, need := range []string{rd.fields.Time, keyCol} {
-		if _, ok := c.columns[need]; !ok {
-			return fmt.Errorf("accesslog: CSV header (line %d) has no %q column (columns: %s)", rd.line, need, truncate(line))
+	for _, need := range [][2]string{{rd.fields.Time, "the time"}, {keyCol, keyWhat}} {
+		if _, ok := c.columns[need[0]]; !ok {
+			return fmt.Errorf("accesslog: CSV header (line %d) has no %q column for %s (columns: %s)", rd.line, need[0], need[1], truncate(line))
 		}
 	}
 	return nil
