@@ -73,8 +73,8 @@ func TestFormats(t *testing.T) {
 		}, "\n"),
 		want: []Record{{Time: t0, Key: "192.0.2.1", Method: "GET", Path: "/items", Cost: 1, Line: 1}},
 		bad: []LineError{
-			{2, "no ident field"},
-			{3, "no [time]"},
+			{2, notCLF},
+			{3, notCLF},
 			{4, "unterminated [time"},
 			{5, "no quoted request line after the time"},
 			{6, `status "OK" is not a 3-digit code`},

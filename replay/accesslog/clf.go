@@ -22,20 +22,21 @@ type clfLine struct {
 	combined                  bool
 }
 
+// notCLF is the reason for a line that does not start as a common or
+// combined line does.
+const notCLF = "not a common or combined log line: expected `host ident user [time] \"request\" status bytes`"
+
 // splitCLF splits a common or combined line; the reason is "" if it is one.
 func splitCLF(line []byte) (l clfLine, reason string) {
 	var ok bool
 	if l.host, line, ok = cutSpace(line); !ok || len(l.host) == 0 {
-		return l, "no client address"
+		return l, notCLF
 	}
 	if _, line, ok = cutSpace(line); !ok {
-		return l, "no ident field"
+		return l, notCLF
 	}
-	if l.user, line, ok = cutSpace(line); !ok {
-		return l, "no user field"
-	}
-	if len(line) == 0 || line[0] != '[' {
-		return l, "no [time]"
+	if l.user, line, ok = cutSpace(line); !ok || len(line) == 0 || line[0] != '[' {
+		return l, notCLF
 	}
 	end := bytes.IndexByte(line, ']')
 	if end < 0 {

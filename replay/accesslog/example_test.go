@@ -30,5 +30,5 @@ not a log line
 	// format: combined
 	// 1 13:55:36 203.0.113.7 GET /items
 	// 2 13:55:37 2001:db8:aa:bb::/64 POST /reports
-	// skipped: 1 line 3: no [time]
+	// skipped: 1 line 3: not a common or combined log line: expected `host ident user [time] "request" status bytes`
 }
