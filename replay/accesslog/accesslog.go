@@ -85,6 +85,20 @@ func ParseFormat(s string) (Format, error) {
 // FieldNames names the fields of JSON lines and the columns of CSV; an
 // empty name takes its default. Time and the key's field are required on
 // every line; the others are optional.
+//
+// A time is one of:
+//   - RFC 3339 (2006-01-02T15:04:05.999999999Z07:00, the fraction
+//     optional), also with a space for the T, a ',' for the '.', an offset
+//     written +0700 or +07, a space before the offset, "UTC" for it, or no
+//     offset at all: a time without an offset is UTC;
+//   - the common log time, 02/Jan/2006:15:04:05 -0700, with or without
+//     its brackets;
+//   - a Unix time, a number or a string of one, with or without a
+//     fraction, whose unit is told by the magnitude of its integer part:
+//     seconds below 1e11, milliseconds below 1e14, microseconds below
+//     1e17, nanoseconds from 1e17. Each unit is so read right for times
+//     from 3 March 1973 (seconds until the year 5138, nanoseconds until
+//     2554).
 type FieldNames struct {
 	Time   string // default "time"
 	Client string // the client address; default "remote_addr"

@@ -119,7 +119,7 @@ func TestFormats(t *testing.T) {
 		bad: []LineError{
 			{6, "not a JSON object: invalid character 'o' in literal null (expecting 'u')"},
 			{7, `no "ts" field`},
-			{8, `time "yesterday" is not RFC 3339, [02/Jan/2006:15:04:05 -0700] or Unix seconds or milliseconds`},
+			{8, `time "yesterday" is not RFC 3339, 2006-01-02 15:04:05, [02/Jan/2006:15:04:05 -0700] or a Unix time`},
 			{9, `cost "0" is not a positive integer`},
 			{10, `no "ip" field (the client address)`},
 			{11, `field "ip" is true, not a string or a number`},

@@ -223,13 +223,19 @@ func (z *zoneCache) parseCLFTime(b []byte) (time.Time, bool) {
 	if b[21] == '-' {
 		offset = -offset
 	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, 0, z.location(offset)), true
+}
+
+// location returns the zone of an offset east of UTC in seconds: UTC
+// for 0.
+func (z *zoneCache) location(offset int) *time.Location {
 	if z.loc == nil || z.offset != offset {
 		z.offset, z.loc = offset, time.UTC
 		if offset != 0 {
 			z.loc = time.FixedZone("", offset)
 		}
 	}
-	return time.Date(year, time.Month(month), day, hour, minute, sec, 0, z.loc), true
+	return z.loc
 }
 
 var monthDays = [13]int{0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
-	"time"
 )
 
 // jsonState reads JSON lines: vals holds, per wanted field name, the raw
@@ -160,7 +158,7 @@ func (rd *Reader) fill(rec *Record, get func(name string) (v []byte, isStr bool,
 	}
 	t, ok := rd.parseTimeValue(tv, tstr)
 	if !ok {
-		return fmt.Sprintf("time %q is not RFC 3339, [02/Jan/2006:15:04:05 -0700] or Unix seconds or milliseconds", truncate(tv))
+		return fmt.Sprintf("time %q is not RFC 3339, 2006-01-02 15:04:05, [02/Jan/2006:15:04:05 -0700] or a Unix time", truncate(tv))
 	}
 	var key string
 	if name := rd.keyField; name != "" {
@@ -210,56 +208,4 @@ func (rd *Reader) fill(rec *Record, get func(name string) (v []byte, isStr bool,
 		rec.Cost = c
 	}
 	return ""
-}
-
-// unixMillisFrom is where a Unix time is taken for milliseconds rather
-// than seconds: 1e11 seconds is in the year 5138.
-const unixMillisFrom = 1e11
-
-// parseTimeValue parses RFC 3339, the CLF time (with or without its
-// brackets) or a Unix time in seconds or milliseconds, integer or not
-// (as a JSON number or a string).
-func (rd *Reader) parseTimeValue(v []byte, isStr bool) (time.Time, bool) {
-	if len(v) == 0 {
-		return time.Time{}, false
-	}
-	if isNumber(v) {
-		f, err := strconv.ParseFloat(string(v), 64)
-		if err != nil || math.IsInf(f, 0) || f < 0 {
-			return time.Time{}, false
-		}
-		if f >= unixMillisFrom {
-			f /= 1e3
-		}
-		if f >= 1e11 {
-			return time.Time{}, false
-		}
-		sec := math.Floor(f)
-		return time.Unix(int64(sec), int64(math.Round((f-sec)*1e6))*1e3).UTC(), true
-	}
-	if !isStr {
-		return time.Time{}, false
-	}
-	if len(v) == 28 && v[0] == '[' && v[27] == ']' {
-		v = v[1:27]
-	}
-	if len(v) == 26 && v[2] == '/' {
-		return rd.zones.parseCLFTime(v)
-	}
-	t, err := time.Parse(time.RFC3339Nano, string(v))
-	return t, err == nil
-}
-
-func isNumber(v []byte) bool {
-	dot := false
-	for i, c := range v {
-		switch {
-		case isDigit(c):
-		case c == '.' && !dot && i > 0:
-			dot = true
-		default:
-			return false
-		}
-	}
-	return true
 }
