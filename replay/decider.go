@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/ext/algorithm"
@@ -51,4 +52,9 @@ func (d *decider) decide(key string, now, cost int64) (allowed, over bool, err e
 		return false, false, fmt.Errorf("replay: %s: %w", d.spec.Name, err)
 	}
 	return reply[0] == 1, false, nil
+}
+
+// limitString describes the decider's limit.
+func (d *decider) limitString() string {
+	return fmt.Sprintf("%d per %s, burst %d", d.args.Rate, time.Duration(d.args.PeriodUs)*time.Microsecond, d.args.Burst)
 }

@@ -13,88 +13,113 @@ import (
 
 const batchSize = 4096
 
+// job is one batch for one run; stops, for a policy's own run, receives
+// which of the batch's items it denied.
+type job struct {
+	batch []item
+	stops []bool
+	done  *sync.WaitGroup
+}
+
+// stage is one policy's runs, its own algorithm's first.
+type stage struct {
+	runs []*run
+	// stopping: the policy is enforced (not a shadow) and a later policy
+	// exists, so its own denials stop requests from reaching the later
+	// ones, as httplimit's first denial answers.
+	stopping bool
+}
+
 // Run replays src under cfg and reports what each policy and algorithm
 // decided. Records are decided in the order src yields them, each at its
 // logged time; a record logged earlier than one before it is decided at
 // the later time (as a server clock never goes back) and counted in
 // Input.OutOfOrder. A record whose time is outside 1970–2099 is skipped and
-// reported with its line. Subjects run concurrently, one goroutine each.
+// reported with its line.
+//
+// Policies apply in order, as httplimit applies them: a request that an
+// enforced policy denies under its own algorithm never reaches the
+// policies after it (Input.Stopped counts them); a shadow policy
+// (Policy.Shadow) stops nothing. A policy's alternatives see the same
+// requests as its own algorithm. Subjects run concurrently, one goroutine
+// each, and the log is read by another.
+//
 // The error is about cfg, src's I/O (Source.Err), or ctx, and then no
-// report is returned.
+// report is returned. When ctx ends while src.Next blocks (a terminal on
+// standard input), Run returns at once; the goroutine reading src ends
+// when Next returns.
 func Run(ctx context.Context, src Source, cfg Config) (*Report, error) {
 	subjects, routes, err := cfg.check()
 	if err != nil {
 		return nil, err
 	}
 	runs := make([]*run, len(subjects))
-	feeds := make([]chan []item, len(subjects))
-	var wg sync.WaitGroup
+	var stages []stage
+	var workers sync.WaitGroup
 	for i, sub := range subjects {
-		runs[i] = newRun(sub, cfg.Policies[sub.policy], &cfg)
-		feeds[i] = make(chan []item, 4)
-		wg.Add(1)
-		go func(r *run, feed <-chan []item) {
-			defer wg.Done()
-			for batch := range feed {
-				r.feed(batch)
+		r := newRun(sub, cfg.Policies[sub.policy], &cfg)
+		runs[i] = r
+		if n := len(stages); n == 0 || stages[n-1].runs[0].sub.policy != sub.policy {
+			stages = append(stages, stage{stopping: !cfg.Policies[sub.policy].Shadow && sub.policy < len(cfg.Policies)-1})
+		}
+		stages[len(stages)-1].runs = append(stages[len(stages)-1].runs, r)
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for j := range r.jobs {
+				r.feed(j.batch, j.stops)
+				j.done.Done()
 			}
-		}(runs[i], feeds[i])
+		}()
+	}
+	stopWorkers := func() {
+		for _, r := range runs {
+			close(r.jobs)
+		}
+		workers.Wait()
 	}
 
-	in := Input{}
-	every := cfg.ProgressEvery
-	if every == 0 {
-		every = 1 << 16
-	}
-	last := int64(math.MinInt64)
-	batch := make([]item, 0, batchSize)
-	send := func() {
-		for _, f := range feeds {
-			f <- batch
+	rd := &reader{src: src, routes: routes, cfg: &cfg, ctx: ctx, batches: make(chan []item, 2)}
+	go rd.read()
+	var in Input
+	for {
+		var batch []item
+		var ok bool
+		select {
+		case <-ctx.Done():
+			stopWorkers()
+			return nil, fmt.Errorf("replay: %w", ctx.Err())
+		case batch, ok = <-rd.batches:
 		}
-		batch = make([]item, 0, batchSize)
-	}
-	for ctx.Err() == nil {
-		rec, ok := src.Next()
 		if !ok {
 			break
 		}
-		now := rec.Time.UnixMicro()
-		if rec.Time.IsZero() || now < 0 || now > algorithm.MaxNowMicros {
-			in.addSkipped(accesslog.LineError{Line: rec.Line, Reason: fmt.Sprintf("time %s is outside 1970-2099", rec.Time.Format(time.RFC3339))})
-			continue
-		}
-		in.Records++
-		if now < last {
-			in.OutOfOrder++
-			now = last
-		}
-		last = now
-		if in.First.IsZero() {
-			in.First = rec.Time
-		}
-		in.Last = time.UnixMicro(now).UTC()
-		mask := routes.match(&rec)
-		if mask == 0 {
-			in.Unmatched++
-		} else {
-			batch = append(batch, item{key: rec.Key, now: now, cost: rec.Cost, line: rec.Line, policies: mask,
-				method: rec.Method, path: rec.Path, route: rec.Route})
-			if len(batch) == batchSize {
-				send()
+		for _, st := range stages {
+			var stops []bool
+			if st.stopping {
+				stops = make([]bool, len(batch))
+			}
+			var done sync.WaitGroup
+			for i, r := range st.runs {
+				done.Add(1)
+				j := job{batch: batch, done: &done}
+				if i == 0 {
+					j.stops = stops
+				}
+				r.jobs <- j
+			}
+			done.Wait()
+			for i, stop := range stops {
+				if stop && !batch[i].stopped {
+					batch[i].stopped = true
+					in.Stopped++
+				}
 			}
 		}
-		if cfg.Progress != nil && in.Records%every == 0 {
-			cfg.Progress(Progress{Records: in.Records, Skipped: in.Skipped + sourceSkipped(src)})
-		}
 	}
-	if len(batch) > 0 {
-		send()
-	}
-	for _, f := range feeds {
-		close(f)
-	}
-	wg.Wait()
+	stopWorkers()
+	rd.in.Stopped = in.Stopped
+	in = rd.in
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
@@ -115,6 +140,74 @@ func Run(ctx context.Context, src Source, cfg Config) (*Report, error) {
 		in.Format = f.Format().String()
 	}
 	return newReport(in, runs, &cfg), nil
+}
+
+// reader reads src into batches of items, in its own goroutine; in is
+// complete once batches is closed.
+type reader struct {
+	src     Source
+	routes  *routeMatcher
+	cfg     *Config
+	ctx     context.Context
+	batches chan []item
+	in      Input
+}
+
+func (rd *reader) read() {
+	defer close(rd.batches)
+	in := &rd.in
+	every := rd.cfg.ProgressEvery
+	if every == 0 {
+		every = 1 << 16
+	}
+	last := int64(math.MinInt64)
+	batch := make([]item, 0, batchSize)
+	send := func() bool {
+		select {
+		case rd.batches <- batch:
+			batch = make([]item, 0, batchSize)
+			return true
+		case <-rd.ctx.Done():
+			return false
+		}
+	}
+	for rd.ctx.Err() == nil {
+		rec, ok := rd.src.Next()
+		if !ok {
+			break
+		}
+		now := rec.Time.UnixMicro()
+		if rec.Time.IsZero() || now < 0 || now > algorithm.MaxNowMicros {
+			in.addSkipped(accesslog.LineError{Line: rec.Line, Reason: fmt.Sprintf("time %s is outside 1970-2099", rec.Time.Format(time.RFC3339))})
+			continue
+		}
+		in.Records++
+		if now < last {
+			in.OutOfOrder++
+			now = last
+		}
+		last = now
+		if in.First.IsZero() {
+			in.First = rec.Time.UTC()
+		}
+		in.Last = time.UnixMicro(now).UTC()
+		mask := rd.routes.match(&rec)
+		if mask == 0 {
+			in.Unmatched++
+		} else {
+			batch = append(batch, item{key: rec.Key, now: now, cost: rec.Cost, line: rec.Line, policies: mask,
+				method: rec.Method, path: rec.Path, route: rec.Route})
+			if len(batch) == batchSize && !send() {
+				return
+			}
+		}
+		if rd.cfg.Progress != nil && in.Records%every == 0 && rd.ctx.Err() == nil {
+			rd.cfg.Progress(Progress{Records: in.Records, Skipped: in.Skipped + sourceSkipped(rd.src)})
+		}
+	}
+	if len(batch) > 0 {
+		send()
+	}
 }
 
 func sourceSkipped(src Source) int64 {

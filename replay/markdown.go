@@ -8,8 +8,8 @@ import (
 )
 
 // WriteMarkdown writes rep as Markdown, for a pull request, an issue or a
-// document: per policy one table of its algorithms and the first five of
-// the top keys of its own. Keys are written as code, with backticks and pipes escaped.
+// document: per policy one table of its algorithms and the top keys of its
+// own. Keys are written as code, with backticks and pipes escaped.
 func WriteMarkdown(w io.Writer, rep *Report) error {
 	p := &printer{w: w}
 	in := rep.Input
@@ -20,8 +20,14 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	if in.Skipped > 0 {
 		p.printf("; %s lines skipped", num(in.Skipped))
 	}
+	if in.OutOfOrder > 0 {
+		p.printf("; %s logged earlier than a record before them, decided at the later time", num(in.OutOfOrder))
+	}
 	if in.Unmatched > 0 {
 		p.printf("; %s subject to no policy", num(in.Unmatched))
+	}
+	if in.Stopped > 0 {
+		p.printf("; %s denied by a policy before later ones could decide them", num(in.Stopped))
 	}
 	p.printf(".\n")
 	for _, group := range byPolicy(rep.Results) {
@@ -57,9 +63,14 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			}
 			p.printf("\n")
 		}
+		for _, r := range group {
+			if r.OverCapacity > 0 {
+				p.printf("\n%s: %s requests cost more than the limit can ever allow, denied.\n", r.Algorithm, num(r.OverCapacity))
+			}
+		}
 		if len(own.TopKeys) > 0 {
 			p.printf("\nTop keys by denials under %s:", own.Algorithm)
-			for i, k := range own.TopKeys[:min(len(own.TopKeys), markdownTopKeys)] {
+			for i, k := range own.TopKeys {
 				sep := ","
 				if i == 0 {
 					sep = ""
@@ -75,9 +86,6 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	}
 	return p.err
 }
-
-// markdownTopKeys is how many of the top keys a Markdown report names.
-const markdownTopKeys = 5
 
 // codeSpan writes s as Markdown code that a table keeps in one cell.
 func codeSpan(s string) string {

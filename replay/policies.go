@@ -21,7 +21,8 @@ import (
 // cannot be known from an access log, and is refused. Decorators do not
 // change what a policy decides (coalesce is exact) or change it in ways
 // only the running processes know (lease, shards, fallback), and are not
-// replayed. Every policy is keyed as the replay keys records.
+// replayed. Each policy says how the file keys it (Policy.KeyedBy): the
+// replay keys every record one way, the reader's.
 func LoadPolicies(data []byte) ([]Policy, error) {
 	store, err := memstore.New()
 	if err != nil {
@@ -42,7 +43,11 @@ func LoadPolicies(data []byte) ([]Policy, error) {
 		if !ok {
 			return nil, fmt.Errorf("replay: policy %q: not built from a stack", p.Name)
 		}
-		base := Policy{Name: p.Name, Routes: p.Routes, Algorithm: st.AlgorithmName(), Limit: p.Limit, Cost: p.Cost}
+		keyedBy := file.Policies[i].Key
+		if keyedBy == "" {
+			keyedBy = "remote-addr"
+		}
+		base := Policy{Name: p.Name, Routes: p.Routes, Algorithm: st.AlgorithmName(), Limit: p.Limit, Cost: p.Cost, Shadow: p.Shadow, KeyedBy: keyedBy}
 		for _, c := range p.Costs {
 			base.Costs = append(base.Costs, RouteCost{Route: c.Route, Cost: c.Cost})
 		}

@@ -55,7 +55,10 @@ func TestLoadPoliciesReplaysEachTierApart(t *testing.T) {
 	require.Len(t, pro, 51)
 	require.Equal(t, "+", allowedOf(pro[49:50]))
 	require.Equal(t, "-", allowedOf(pro[50:]))
-	require.Equal(t, "+", allowedOf(got["per-route/tokenbucket"])) // GET /items only
+	// GET /items only, and the one there was denied by plan/free first:
+	// policies apply in order, as in httplimit.
+	require.Empty(t, got["per-route/tokenbucket"])
+	require.EqualValues(t, 2, rep.Input.Stopped) // acme's item, pro-7's 51st report
 	for _, r := range rep.Results {
 		if r.Policy == "plan/free" {
 			require.EqualValues(t, 1, r.Keys)
@@ -98,4 +101,39 @@ func TestRouteCostsChargeOneBudget(t *testing.T) {
 	cfg.Policies[0].Costs, cfg.Policies[0].Tier = nil, "pro"
 	_, err = Run(t.Context(), &records{}, cfg)
 	require.ErrorContains(t, err, "TierOf")
+}
+
+func TestPoliciesApplyInOrder(t *testing.T) {
+	// "first" allows 2 a second; "second" 1 a second. Under httplimit the
+	// third request never reaches "second": the first denial answers.
+	// A shadow "first" stops nothing.
+	recs := []accesslog.Record{at("a", 0), at("a", 1), at("a", 2)}
+	for _, shadow := range []bool{false, true} {
+		cfg := Config{Algorithms: []string{"fixedwindow"}, Policies: []Policy{
+			{Name: "first", Limit: sluice.PerSecond(2), Shadow: shadow},
+			{Name: "second", Limit: sluice.PerSecond(1)},
+		}}
+		rep, got := decisions(t, cfg, recs...)
+		require.Equal(t, "++-", allowedOf(got["first/fixedwindow"]))
+		if shadow {
+			require.Equal(t, "+--", allowedOf(got["second/fixedwindow"]))
+			require.Zero(t, rep.Input.Stopped)
+		} else {
+			require.Equal(t, "+-", allowedOf(got["second/fixedwindow"]))
+			require.EqualValues(t, 1, rep.Input.Stopped)
+		}
+	}
+	// The alternatives of a policy see what its own algorithm let through
+	// the policies before it, whatever they decide themselves.
+	cfg := Config{Policies: []Policy{
+		{Name: "first", Algorithm: "fixedwindow", Limit: sluice.PerSecond(2)},
+		{Name: "second", Limit: sluice.PerSecond(5)},
+	}}
+	rep, got := decisions(t, cfg, recs...)
+	for _, r := range rep.Results {
+		if r.Policy == "second" {
+			require.EqualValues(t, 2, r.Requests, r.Algorithm)
+		}
+	}
+	require.Len(t, got["first/tokenbucket"], 3)
 }

@@ -49,6 +49,13 @@ type Policy struct {
 	// requests they match (as ServeMux matches), as httplimit's
 	// Policy.Costs: one budget, charged more by some routes.
 	Costs []RouteCost
+	// KeyedBy is how a policy file keys the policy: "remote-addr" or
+	// "header:Name" (LoadPolicies sets it). The replay keys every record
+	// one way, the reader's; the caller checks that the two agree.
+	KeyedBy string
+	// Shadow: a dry run (httplimit's Policy.Shadow). Its denials are
+	// reported but stop nothing: the policies after it see every request.
+	Shadow bool
 	// TierOf, when set, limits the policy to the records whose key it
 	// puts in Tier: a policy with tiers replays as one Policy per tier,
 	// each with its tier's limit, as each tier keeps its own state.
@@ -75,7 +82,8 @@ type Config struct {
 	// which at most this share of keys is ever denied (Result.Target).
 	// 0: no target. It costs one more decision per request and step.
 	Target float64
-	// TopKeys is how many keys Result.TopKeys lists (default 10).
+	// TopKeys is how many keys Result.TopKeys lists (0: 10; negative:
+	// none).
 	TopKeys int
 	// MaxKeys bounds the keys whose figures the report keeps: past it,
 	// keys idle for longer than the policy's period are counted in the
@@ -146,8 +154,8 @@ func (cfg *Config) check() ([]subject, *routeMatcher, error) {
 	if cfg.Target < 0 || cfg.Target >= 1 {
 		return nil, nil, fmt.Errorf("replay: target %v: a share of keys in (0, 1), or 0 for none", cfg.Target)
 	}
-	if cfg.TopKeys < 0 || cfg.MaxKeys < 0 || cfg.ProgressEvery < 0 {
-		return nil, nil, errors.New("replay: TopKeys, MaxKeys and ProgressEvery must not be negative")
+	if cfg.MaxKeys < 0 || cfg.ProgressEvery < 0 {
+		return nil, nil, errors.New("replay: MaxKeys and ProgressEvery must not be negative")
 	}
 	for _, name := range cfg.Algorithms {
 		if !slices.Contains(algorithms.Names, name) {
@@ -185,7 +193,11 @@ func (cfg *Config) check() ([]subject, *routeMatcher, error) {
 		}
 		for _, alg := range list {
 			limit := limitFor(alg, p.Limit)
-			if _, err := newDecider(alg, limit); err != nil {
+			d, err := newDecider(alg, limit)
+			if err == nil && alg == own {
+				err = checkCosts(p, d)
+			}
+			if err != nil {
 				if alg == own || cfg.Algorithms != nil {
 					return nil, nil, fmt.Errorf("replay: policy %q: %w", p.Name, err)
 				}
@@ -204,6 +216,20 @@ func (cfg *Config) check() ([]subject, *routeMatcher, error) {
 		}
 	}
 	return subjects, routes, nil
+}
+
+// checkCosts refuses a policy whose cost, or a route's, its own algorithm
+// can never allow at its limit, as httplimit refuses it at load.
+func checkCosts(p Policy, d *decider) error {
+	if c := max(p.Cost, 1); c > d.capacity {
+		return fmt.Errorf("cost %d exceeds %d, the most %s can ever allow at %s", c, d.capacity, d.spec.Name, d.limitString())
+	}
+	for _, rc := range p.Costs {
+		if rc.Cost > d.capacity {
+			return fmt.Errorf("route %q: cost %d exceeds %d, the most %s can ever allow at %s", rc.Route, rc.Cost, d.capacity, d.spec.Name, d.limitString())
+		}
+	}
+	return nil
 }
 
 // limitFor is limit as algorithm reads it: the window algorithms have no

@@ -97,6 +97,14 @@ func TestKnownOutcomes(t *testing.T) {
 	})
 }
 
+func TestTopKeysNoneOrSome(t *testing.T) {
+	recs := []accesslog.Record{at("a", 0), at("a", 1), at("b", 2), at("b", 3)}
+	for top, want := range map[int]int{-1: 0, 0: 2, 1: 1} {
+		rep, _ := decisions(t, Config{Policies: []Policy{{Name: "p", Limit: sluice.PerSecond(1)}}, Algorithms: []string{"tokenbucket"}, TopKeys: top}, recs...)
+		require.Len(t, rep.Results[0].TopKeys, want, "TopKeys %d", top)
+	}
+}
+
 func TestOwnAlgorithmFirstThenTheOthers(t *testing.T) {
 	rep, _ := decisions(t, Config{Policies: []Policy{{Name: "p", Algorithm: "slidinglog", Limit: sluice.PerSecond(3)}}}, at("a", 0))
 	var names []string
@@ -149,7 +157,9 @@ func TestConfigRefusals(t *testing.T) {
 		"invalid limit":     {Config{Policies: []Policy{{Name: "p", Limit: sluice.Limit{Rate: 0, Period: time.Second, Burst: 1}}}}, "tokenbucket"},
 		"negative cost":     {Config{Policies: []Policy{{Name: "p", Limit: sluice.PerSecond(1), Cost: -1}}}, "cost"},
 		"bad route":         {Config{Policies: []Policy{{Name: "p", Limit: sluice.PerSecond(1), Routes: []string{"GET"}}}}, "route"},
-		"negative top keys": {Config{Policies: []Policy{ok}, TopKeys: -1}, "negative"},
+		"negative max keys": {Config{Policies: []Policy{ok}, MaxKeys: -1}, "negative"},
+		"cost above burst":  {Config{Policies: []Policy{{Name: "p", Limit: sluice.PerSecond(5), Cost: 6}}}, "cost 6 exceeds 5, the most tokenbucket can ever allow at 5 per 1s, burst 5"},
+		"route cost above":  {Config{Policies: []Policy{{Name: "p", Limit: sluice.PerSecond(5), Costs: []RouteCost{{Route: "POST /r", Cost: 9}}}}}, `route "POST /r": cost 9 exceeds 5`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rep, err := Run(context.Background(), &records{}, c.cfg)
@@ -385,4 +395,24 @@ func TestDeniedKeysAreCountedWhenForgotten(t *testing.T) {
 			}
 		}
 	}
+}
+
+// blocking is a Source whose Next blocks until release is closed, as a
+// terminal on standard input does.
+type blocking struct{ release chan struct{} }
+
+func (b blocking) Next() (accesslog.Record, bool) { <-b.release; return accesslog.Record{}, false }
+func (b blocking) Err() error                     { return nil }
+
+func TestRunReturnsWhenCancelledWhileTheLogBlocks(t *testing.T) {
+	src := blocking{release: make(chan struct{})}
+	defer close(src.release)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, src, Config{Policies: []Policy{{Name: "p", Limit: sluice.PerSecond(1)}}})
+		done <- err
+	}()
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
 }

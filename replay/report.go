@@ -28,8 +28,11 @@ type Input struct {
 	SkippedLines []accesslog.LineError `json:"skipped_lines,omitempty"`
 	OutOfOrder   int64                 `json:"out_of_order"` // decided at the latest time seen before them
 	Unmatched    int64                 `json:"unmatched"`    // subject to no policy
-	First        time.Time             `json:"first"`
-	Last         time.Time             `json:"last"`
+	// Stopped counts the records an enforced policy denied (under its
+	// own algorithm) before a later policy could decide them.
+	Stopped int64     `json:"stopped,omitempty"`
+	First   time.Time `json:"first"`
+	Last    time.Time `json:"last"`
 }
 
 const maxSkippedLines = 100
@@ -151,10 +154,7 @@ func newReport(in Input, runs []*run, cfg *Config) *Report {
 		in.SkippedLines = in.SkippedLines[:maxSkippedLines]
 	}
 	rep := &Report{Input: in, Target: cfg.Target}
-	top := cfg.TopKeys
-	if top == 0 {
-		top = defaultTopKeys
-	}
+	top := topKeys(cfg)
 	for _, r := range runs {
 		rep.Results = append(rep.Results, r.result(in.First.UnixMicro(), top, cfg.Target))
 	}
@@ -223,6 +223,17 @@ func (r *run) fit(target float64, keys int64, ladderKeys []int64) *TargetFit {
 		}
 	}
 	return fit
+}
+
+// topKeys is how many keys a result lists.
+func topKeys(cfg *Config) int {
+	switch {
+	case cfg.TopKeys == 0:
+		return defaultTopKeys
+	case cfg.TopKeys < 0:
+		return 0
+	}
+	return cfg.TopKeys
 }
 
 // sortKeyStats sorts keys by denials, most first, then by key.

@@ -18,6 +18,9 @@ type item struct {
 	method   string
 	path     string
 	route    string
+	// stopped: an earlier enforced policy denied it, so no later policy
+	// decides it.
+	stopped bool
 }
 
 // run replays one subject: a policy under one algorithm, at the policy's
@@ -54,6 +57,7 @@ type run struct {
 	subUs                                       int64 // the window ring's slot width
 	timeline                                    timeline
 	observe                                     func(Decision)
+	jobs                                        chan job
 }
 
 // keyStat is what the report needs of one key.
@@ -104,15 +108,12 @@ func newRun(sub subject, p Policy, cfg *Config) *run {
 	main, _ := newDecider(sub.algorithm, sub.limit) // checked by Config.check
 	costs, _ := newCostMatcher(p)                   // checked by Config.check
 	r := &run{sub: sub, name: p.Name, costs: costs, tierOf: p.TierOf, tier: p.Tier, main: main, periodUs: sub.limit.PeriodMicros(),
-		keys: map[string]*keyStat{}, maxKeys: cfg.MaxKeys, observe: cfg.Observe}
+		keys: map[string]*keyStat{}, maxKeys: cfg.MaxKeys, observe: cfg.Observe, jobs: make(chan job, 1)}
 	if r.maxKeys == 0 {
 		r.maxKeys = defaultMaxKeys
 	}
 	r.sweepAt = r.maxKeys
-	r.top = cfg.TopKeys
-	if r.top == 0 {
-		r.top = defaultTopKeys
-	}
+	r.top = topKeys(cfg)
 	r.subUs = (r.periodUs + ringSlots - 1) / ringSlots
 	if cfg.Target > 0 {
 		for _, limit := range ladderLimits(sub.limit) {
@@ -127,19 +128,24 @@ func newRun(sub subject, p Policy, cfg *Config) *run {
 	return r
 }
 
-// feed decides the items of a batch that are subject to the run's policy.
-func (r *run) feed(batch []item) {
+// feed decides the items of a batch that are subject to the run's policy
+// and not stopped by an earlier one; stops, when not nil, receives which
+// it denied.
+func (r *run) feed(batch []item, stops []bool) {
 	bit := uint64(1) << r.sub.policy
 	for i := range batch {
 		it := &batch[i]
-		if it.policies&bit == 0 || r.err != nil || r.tierOf != nil && r.tierOf(it.key) != r.tier {
+		if it.policies&bit == 0 || it.stopped || r.err != nil || r.tierOf != nil && r.tierOf(it.key) != r.tier {
 			continue
 		}
-		r.decide(it)
+		if allowed := r.decide(it); stops != nil && !allowed {
+			stops[i] = true
+		}
 	}
 }
 
-func (r *run) decide(it *item) {
+// decide decides one item and reports whether it was allowed.
+func (r *run) decide(it *item) bool {
 	policyCost := r.costs.of(it.method, it.path, it.route)
 	cost := it.cost * policyCost
 	if it.cost > sluice.MaxBurst/policyCost {
@@ -167,7 +173,7 @@ func (r *run) decide(it *item) {
 		// The twins fail only on state they did not write or on a limit
 		// Config.check refused: a bug, reported as the replay's error.
 		r.err = err
-		return
+		return false
 	}
 	switch {
 	case allowed:
@@ -187,7 +193,7 @@ func (r *run) decide(it *item) {
 	for i, d := range r.ladder {
 		if ok, _, err := d.decide(it.key, it.now, cost); err != nil {
 			r.err = err
-			return
+			return false
 		} else if !ok {
 			r.ladderDen[i]++
 			ks.ladder |= 1 << i
@@ -197,6 +203,7 @@ func (r *run) decide(it *item) {
 		r.observe(Decision{Policy: r.name, Algorithm: r.sub.algorithm, Line: it.line, Key: it.key,
 			Time: time.UnixMicro(it.now).UTC(), Cost: cost, Allowed: allowed, OverCapacity: over})
 	}
+	return allowed
 }
 
 // fold forgets the keys idle for more than a period, so that the key

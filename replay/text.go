@@ -40,6 +40,9 @@ func WriteText(w io.Writer, rep *Report) error {
 	if in.Unmatched > 0 {
 		p.printf("%s records subject to no policy\n", num(in.Unmatched))
 	}
+	if in.Stopped > 0 {
+		p.printf("%s records denied by a policy before later ones could decide them (policies apply in order)\n", num(in.Stopped))
+	}
 	for _, group := range byPolicy(rep.Results) {
 		own := group[0]
 		p.printf("\npolicy %s: %d per %s, burst %d (* its own algorithm)\n", own.Policy, own.Limit.Rate, own.Limit.Period, own.Limit.Burst)
@@ -86,6 +89,10 @@ func WriteText(w io.Writer, rep *Report) error {
 			}
 		}
 		for _, r := range group {
+			if r.OverCapacity > 0 {
+				p.printf("%s: %s requests cost more than %d per %s, burst %d, can ever allow: denied\n",
+					r.Algorithm, num(r.OverCapacity), r.Limit.Rate, r.Limit.Period, r.Limit.Burst)
+			}
 			if r.DroppedKeys > 0 {
 				p.printf("%s: %s idle keys were forgotten to bound memory (--max-keys); one seen again counted again\n", r.Algorithm, num(r.DroppedKeys))
 			}

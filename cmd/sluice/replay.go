@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,6 +104,11 @@ func parseReplayFlags(args []string) (replayConfig, replay.Config, error) {
 	if c.top < 0 || c.maxKeys < 1 {
 		return c, cfg, errors.New("--top must not be negative and --max-keys must be positive")
 	}
+	if c.top == 0 {
+		cfg.TopKeys = -1 // none
+	}
+	keySet := false
+	fs.Visit(func(f *flag.Flag) { keySet = keySet || f.Name == "key" })
 	if c.markdown && c.jsonOut == "-" {
 		return c, cfg, errors.New("--markdown and --json -: standard output takes one")
 	}
@@ -112,7 +118,7 @@ func parseReplayFlags(args []string) (replayConfig, replay.Config, error) {
 		return c, cfg, fmt.Errorf("--progress %q: auto, always or never", c.progress)
 	}
 	if c.algorithms != "" {
-		cfg.Algorithms = strings.Split(c.algorithms, ",")
+		cfg.Algorithms = splitList(c.algorithms)
 	}
 	if c.target != "" {
 		t, err := parseShare(c.target)
@@ -132,6 +138,9 @@ func parseReplayFlags(args []string) (replayConfig, replay.Config, error) {
 		if cfg.Policies, err = replay.LoadPolicies(data); err != nil {
 			return c, cfg, err
 		}
+		if err := checkKeys(cfg.Policies, c.key, keySet); err != nil {
+			return c, cfg, err
+		}
 	case c.limit != "":
 		limit, err := parseLimit(c.limit, c.burst)
 		if err != nil {
@@ -139,7 +148,7 @@ func parseReplayFlags(args []string) (replayConfig, replay.Config, error) {
 		}
 		p := replay.Policy{Name: "limit", Algorithm: c.algorithm, Limit: limit, Cost: c.cost}
 		if c.routes != "" {
-			p.Routes = strings.Split(c.routes, ",")
+			p.Routes = splitList(c.routes)
 		}
 		if c.cost < 1 {
 			return c, cfg, fmt.Errorf("--cost %d: at least 1", c.cost)
@@ -152,6 +161,45 @@ func parseReplayFlags(args []string) (replayConfig, replay.Config, error) {
 		return c, cfg, err
 	}
 	return c, cfg, nil
+}
+
+// splitList splits a comma-separated flag, trimming spaces around each
+// item and dropping empty ones ("POST /reports, GET /items").
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// checkKeys refuses a replay that would key a policy otherwise than its
+// file does: the replay keys every record one way (--key), so every policy
+// must be keyed alike, by client address (--key client, the default) or by
+// one header, logged in the field --key names.
+func checkKeys(policies []replay.Policy, key string, keySet bool) error {
+	first := map[string]string{} // KeyedBy -> the first policy keyed so
+	var kinds []string
+	for _, p := range policies {
+		if _, seen := first[p.KeyedBy]; !seen {
+			first[p.KeyedBy] = p.Name
+			kinds = append(kinds, p.KeyedBy)
+		}
+	}
+	switch {
+	case len(kinds) > 1:
+		return fmt.Errorf("policy %q keys by %s and policy %q by %s: a replay keys every policy one way; replay them separately",
+			first[kinds[0]], kinds[0], first[kinds[1]], kinds[1])
+	case len(kinds) == 0:
+		return nil
+	case kinds[0] == "remote-addr" && key != "client":
+		return fmt.Errorf("policy %q keys by client address, but --key %s keys by a logged field: leave --key out", first[kinds[0]], key)
+	case kinds[0] != "remote-addr" && (!keySet || key == "client"):
+		return fmt.Errorf("policy %q keys by %s: give --key with the log field that holds it", first[kinds[0]], kinds[0])
+	}
+	return nil
 }
 
 // parseLimit reads "100/1m" (or "100/m", "100/minute") and a burst.
@@ -214,8 +262,27 @@ func runReplayCommand(ctx context.Context, args []string, stdin io.Reader, stdou
 }
 
 func runReplay(ctx context.Context, c replayConfig, cfg replay.Config, stdin io.Reader, stdout, stderr io.Writer) error {
+	// Where the reports go is checked before a long replay, not after.
+	for _, path := range []string{c.jsonOut, c.htmlOut} {
+		if path != "" && path != "-" {
+			if err := checkWritable(path); err != nil {
+				return err
+			}
+		}
+	}
 	format, _ := accesslog.ParseFormat(c.format)
-	src, err := openLogs(c.files, stdin, accesslog.Options{Format: format, Fields: c.fields, KeyFrom: keyFrom(c.key)})
+	opts := accesslog.Options{Format: format, Fields: c.fields, KeyFrom: keyFrom(c.key)}
+	files, reordered, err := oldestFirst(c.files, opts)
+	if err != nil {
+		return err
+	}
+	if reordered {
+		fmt.Fprintf(stderr, "sluice replay: reading the logs oldest first: %s\n", strings.Join(files, " "))
+	}
+	if isTerminal(stdin) && (len(files) == 0 || slices.Contains(files, "-")) {
+		fmt.Fprintln(stderr, "sluice replay: reading the log from standard input (Ctrl-D ends it)")
+	}
+	src, err := openLogs(files, stdin, opts)
 	if err != nil {
 		return err
 	}
@@ -224,8 +291,23 @@ func runReplay(ctx context.Context, c replayConfig, cfg replay.Config, stdin io.
 	cfg.Progress = prog.update
 	rep, err := replay.Run(ctx, src, cfg)
 	prog.done()
+	if ctx.Err() != nil {
+		return errors.New("interrupted: no report")
+	}
 	if err != nil {
 		return err
+	}
+	if rep.Input.Records == 0 {
+		msg := "no request could be read from the log"
+		if rep.Input.Skipped > 0 {
+			e := rep.Input.SkippedLines[0]
+			msg += fmt.Sprintf(": %d lines skipped, the first line %d: %s", rep.Input.Skipped, e.Line, e.Reason)
+		}
+		return errors.New(msg)
+	}
+	if rep.Input.Skipped > rep.Input.Records {
+		fmt.Fprintf(stderr, "sluice replay: warning: %d lines skipped, more than the %d records read: check --format and the --field flags\n",
+			rep.Input.Skipped, rep.Input.Records)
 	}
 	if c.htmlOut != "" {
 		if err := writeFileWith(c.htmlOut, func(w io.Writer) error { return replay.WriteHTML(w, rep) }); err != nil {
@@ -259,6 +341,27 @@ func writeJSON(w io.Writer, rep *replay.Report) error {
 	return enc.Encode(rep)
 }
 
+// checkWritable checks that a report can be written at path: its
+// directory exists and takes a new file.
+func checkWritable(path string) error {
+	f, err := os.CreateTemp(dirOf(path), ".sluice-replay-*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, errors.Unwrap(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// isTerminal reports whether r is a terminal (a character device).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
 // writeFileWith writes a file through a temporary one renamed into place,
 // so that a failed write leaves no half-written report.
 func writeFileWith(path string, write func(io.Writer) error) error {
@@ -269,7 +372,7 @@ func writeFileWith(path string, write func(io.Writer) error) error {
 	defer os.Remove(f.Name())
 	if err := write(f); err != nil {
 		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
 		return err

@@ -265,3 +265,103 @@ func TestProgressPrintsAtMostOnceASecondAfterTwo(t *testing.T) {
 	p.done()
 	require.Empty(t, out.String())
 }
+
+func TestReplayReadsRotatedLogsOldestFirst(t *testing.T) {
+	dir := t.TempDir()
+	var names []string
+	var all strings.Builder
+	for i := 2; i >= 0; i-- { // access.log.2.gz is the oldest
+		part := combinedLog(logStart.Add(time.Duration(2-i)*time.Hour), 100, 3, time.Second)
+		all.WriteString(part)
+		name := filepath.Join(dir, fmt.Sprintf("access.log.%d", i))
+		require.NoError(t, os.WriteFile(name, []byte(part), 0o644))
+		names = append([]string{name}, names...) // newest first, as a glob lists them
+	}
+	code, fromFiles, stderr := replayCLI(t, "", append([]string{"--limit", "20/1m", "--json", "-"}, names...)...)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, "reading the logs oldest first: "+names[2]+" "+names[1]+" "+names[0])
+	code, fromStdin, _ := replayCLI(t, all.String(), "--limit", "20/1m", "--json", "-")
+	require.Equal(t, 0, code)
+	require.JSONEq(t, fromStdin, fromFiles)
+	require.Zero(t, decodeReport(t, fromFiles).Input.OutOfOrder)
+}
+
+func TestReplayKeysPoliciesAsTheirFileDoes(t *testing.T) {
+	byHeader := writeTemp(t, "h.yaml", []byte("policies:\n  - name: tenant\n    key: header:X-Tenant\n    rate: 5\n    period: 1s\n"))
+	mixed := writeTemp(t, "m.yaml", []byte("policies:\n  - name: ip\n    rate: 5\n    period: 1s\n  - name: tenant\n    key: header:X-Tenant\n    rate: 5\n    period: 1s\n"))
+	byClient := writeTemp(t, "c.yaml", []byte("policies:\n  - name: ip\n    rate: 5\n    period: 1s\n"))
+	log := writeTemp(t, "a.jsonl", []byte(`{"time":"2026-11-24T09:00:00Z","remote_addr":"192.0.2.1","tenant":"acme"}`+"\n"))
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--policies", byHeader, log}, 2, `policy "tenant" keys by header:X-Tenant: give --key`},
+		{[]string{"--policies", byHeader, "--key", "client", log}, 2, "give --key"},
+		{[]string{"--policies", mixed, "--key", "tenant", log}, 2, `policy "ip" keys by remote-addr and policy "tenant" by header:X-Tenant`},
+		{[]string{"--policies", byClient, "--key", "tenant", log}, 2, "leave --key out"},
+		{[]string{"--policies", byHeader, "--key", "tenant", log}, 0, ""},
+		{[]string{"--policies", byClient, log}, 0, ""},
+	} {
+		code, out, stderr := replayCLI(t, "", c.args...)
+		require.Equal(t, c.code, code, "%v: %s", c.args, stderr)
+		if c.code != 0 {
+			require.Contains(t, stderr, c.want)
+		} else {
+			require.Contains(t, out, "replayed 1 records")
+		}
+	}
+}
+
+func TestReplayRefusesAnUnreadableLog(t *testing.T) {
+	garbage := writeTemp(t, "g.log", []byte("not a log line\n"))
+	for _, c := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"", []string{"--limit", "10/1m", "--format", "combined", garbage}, "no request could be read from the log: 1 lines skipped, the first line 1: "},
+		{"", []string{"--limit", "10/1m"}, "no request could be read from the log"}, // empty standard input
+	} {
+		code, out, stderr := replayCLI(t, c.stdin, c.args...)
+		require.Equal(t, 1, code, stderr)
+		require.Contains(t, stderr, c.want)
+		require.Empty(t, out)
+	}
+}
+
+func TestReplayChecksWhereReportsGoFirst(t *testing.T) {
+	log := writeTemp(t, "access.log", []byte(combinedLog(logStart, 10, 2, time.Second)))
+	missing := filepath.Join(t.TempDir(), "missing", "r.html")
+	code, out, stderr := replayCLI(t, "", "--limit", "10/1m", "--html", missing, log)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "cannot write "+missing)
+	require.Empty(t, out)
+}
+
+func TestReplayFlagListsTrimSpaces(t *testing.T) {
+	log := writeTemp(t, "access.log", []byte(combinedLog(logStart, 100, 2, time.Second)))
+	code, out, stderr := replayCLI(t, "", "--limit", "10/1m", "--routes", "POST /reports, GET /items/{id}", "--algorithms", "tokenbucket, fixedwindow", "--json", "-", log)
+	require.Equal(t, 0, code, stderr)
+	rep := decodeReport(t, out)
+	require.EqualValues(t, burstOf, rep.Input.Unmatched) // only GET /items
+	require.Len(t, rep.Results, 2)
+}
+
+func TestReplayRefusesACostNoLimitAllows(t *testing.T) {
+	log := writeTemp(t, "access.log", []byte(combinedLog(logStart, 10, 2, time.Second)))
+	code, _, stderr := replayCLI(t, "", "--limit", "100/1m", "--burst", "20", "--cost", "30", log)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "cost 30 exceeds 20, the most tokenbucket can ever allow")
+}
+
+func TestReplayInterrupted(t *testing.T) {
+	log := writeTemp(t, "access.log", []byte(combinedLog(logStart, 10, 2, time.Second)))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut bytes.Buffer
+	code := runReplayCommand(ctx, []string{"--limit", "10/1m", log}, strings.NewReader(""), &out, &errOut)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut.String(), "interrupted: no report")
+	require.Empty(t, out.String())
+}

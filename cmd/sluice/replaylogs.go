@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/replay"
@@ -223,4 +225,59 @@ func bytesOf(n int64) string {
 		return fmt.Sprintf("%.1f kB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// oldestFirst orders logs by the time of their first record, so that
+// rotated logs given newest first, as a shell glob lists them (access.log
+// access.log.1 access.log.2.gz), replay in time order. Standard input
+// cannot be read twice: with "-" among them, the order is as given. A log
+// with no record sorts first (it adds nothing). reordered reports a change.
+func oldestFirst(names []string, opts accesslog.Options) (ordered []string, reordered bool, err error) {
+	if len(names) < 2 || slices.Contains(names, "-") {
+		return names, false, nil
+	}
+	type log struct {
+		name  string
+		first time.Time
+	}
+	logs := make([]log, len(names))
+	for i, name := range names {
+		logs[i].name = name
+		if logs[i].first, err = firstTime(name, opts); err != nil {
+			return nil, false, err
+		}
+	}
+	slices.SortStableFunc(logs, func(a, b log) int { return a.first.Compare(b.first) })
+	for i, l := range logs {
+		ordered = append(ordered, l.name)
+		reordered = reordered || l.name != names[i]
+	}
+	return ordered, reordered, nil
+}
+
+// firstTime is the time of the first record of the log at path, or zero
+// when it has none.
+func firstTime(path string, opts accesslog.Options) (time.Time, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if info.IsDir() {
+		return time.Time{}, fmt.Errorf("%s is a directory", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer f.Close()
+	opts.MaxLineErrors = -1
+	rd, err := accesslog.NewReader(f, opts)
+	if errors.Is(err, accesslog.ErrEmpty) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", path, err)
+	}
+	rec, _ := rd.Next()
+	return rec.Time, nil
 }
