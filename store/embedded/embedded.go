@@ -45,7 +45,11 @@ var _ sluice.Store = (*Store)(nil)
 
 // Start starts a miniredis on a free loopback port and returns a Store on
 // it. Unlike other constructors it does I/O, hence the name.
-func Start() (*Store, error) {
+func Start() (*Store, error) { return start(true) }
+
+// start is Start; without ticking, TTLs move only when moveTTLs is called
+// (for tests that move them by hand).
+func start(ticking bool) (*Store, error) {
 	server := miniredis.NewMiniRedis()
 	if err := server.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("embedded: start miniredis: %w", err)
@@ -66,6 +70,9 @@ func Start() (*Store, error) {
 		store:    store,
 		stop:     make(chan struct{}),
 		lastTick: time.Now(),
+	}
+	if !ticking {
+		return s, nil
 	}
 	s.stopped.Go(func() {
 		t := time.NewTicker(expireEvery)
