@@ -86,6 +86,12 @@ func ParseFormat(s string) (Format, error) {
 // empty name takes its default. Time and the key's field are required on
 // every line; the others are optional.
 //
+// In JSON, a name with dots also names a member of nested objects:
+// "http.client_ip" is the member client_ip of the object http, as Caddy
+// and ECS logs nest them, besides a member so named (as ECS also writes
+// it); the name of the key (Options.KeyFrom) too. In CSV a name with dots
+// is a column name like any other.
+//
 // A time is one of:
 //   - RFC 3339 (2006-01-02T15:04:05.999999999Z07:00, the fraction
 //     optional), also with a space for the T, a ',' for the '.', an offset

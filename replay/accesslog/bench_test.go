@@ -33,16 +33,19 @@ func benchLog(format Format, n int) []byte {
 	return b.Bytes()
 }
 
-// benchRead reads the log b.N times over and reports lines per second.
+// benchRead reads a log of 10,000 lines of the format.
 func benchRead(b *testing.B, format Format) {
-	const lines = 10000
-	data := benchLog(format, lines)
+	benchReadData(b, benchLog(format, 10000), Options{Format: format})
+}
+
+// benchReadData reads data b.N times over and reports lines per second.
+func benchReadData(b *testing.B, data []byte, opts Options) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	var n int64
 	for b.Loop() {
-		rd, err := NewReader(bytes.NewReader(data), Options{Format: format})
+		rd, err := NewReader(bytes.NewReader(data), opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -60,3 +63,13 @@ func BenchmarkReadCommon(b *testing.B)   { benchRead(b, Common) }
 func BenchmarkReadCombined(b *testing.B) { benchRead(b, Combined) }
 func BenchmarkReadJSON(b *testing.B)     { benchRead(b, JSON) }
 func BenchmarkReadCSV(b *testing.B)      { benchRead(b, CSV) }
+
+// BenchmarkReadJSONNested reads Caddy's nested fields by their paths.
+func BenchmarkReadJSONNested(b *testing.B) {
+	var log bytes.Buffer
+	for i := range 10000 {
+		fmt.Fprintf(&log, `{"level":"info","ts":%d.123,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"10.0.%d.%d","proto":"HTTP/1.1","method":"GET","host":"example.com","uri":"/items/%d?x=1","headers":{"User-Agent":["curl/8.5"]}},"status":200}`+"\n",
+			1791666936+i/100, i%1000/250, i%250, i%100)
+	}
+	benchReadData(b, log.Bytes(), Options{Format: JSON, Fields: FieldNames{Time: "ts", Client: "request.remote_ip", Method: "request.method", Path: "request.uri"}})
+}

@@ -6,22 +6,88 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // jsonState reads JSON lines: vals holds, per wanted field name, the raw
-// value of the current line.
+// value of the current line. A name with dots is also a path to a member
+// of nested objects (see FieldNames).
 type jsonState struct {
-	names []string
-	vals  [][]byte
+	names  []string
+	vals   [][]byte
+	dotted bool // a name has a dot
 }
 
 func (j *jsonState) init(names ...string) {
 	for _, n := range names {
 		if n != "" && !slices.Contains(j.names, n) {
 			j.names = append(j.names, n)
+			j.dotted = j.dotted || strings.IndexByte(n, '.') >= 0
 		}
 	}
 	j.vals = make([][]byte, len(j.names))
+}
+
+// matchDotted sets the values of the names that key or a path into its
+// value (an object) names.
+func (j *jsonState) matchDotted(key, val []byte) {
+	for n, name := range j.names {
+		if string(key) == name {
+			j.vals[n] = val
+		} else if v := lookup(key, val, name); v != nil {
+			j.vals[n] = v
+		}
+	}
+}
+
+// lookup returns the value path names in the member key: val, when the
+// path is key, a dot and a path into val, an object; nil if none.
+func lookup(key, val []byte, path string) []byte {
+	if len(path) <= len(key) || path[len(key)] != '.' || path[:len(key)] != string(key) || val[0] != '{' {
+		return nil
+	}
+	path = path[len(key)+1:]
+	var found []byte
+	for m := (members{b: val, i: 1}); ; {
+		k, v, ok := m.next()
+		if !ok {
+			return found
+		}
+		if string(k) == path {
+			found = v
+		} else if v := lookup(k, v, path); v != nil {
+			found = v
+		}
+	}
+}
+
+// members iterates over the members of a valid JSON object b, from i.
+type members struct {
+	b []byte
+	i int
+}
+
+// next returns the next member's key, unescaped, and value, or false
+// after the last.
+func (m *members) next() (key, val []byte, ok bool) {
+	b := m.b
+	i := skipSpace(b, m.i)
+	if b[i] == ',' {
+		i = skipSpace(b, i+1)
+	}
+	if b[i] == '}' {
+		return nil, nil, false
+	}
+	kEnd := endOfString(b, i)
+	key = b[i+1 : kEnd-1]
+	if bytes.IndexByte(key, '\\') >= 0 {
+		var k string
+		_ = json.Unmarshal(b[i:kEnd], &k) // valid: the object is
+		key = []byte(k)
+	}
+	i = skipSpace(b, skipSpace(b, kEnd)+1) // past ':'
+	m.i = endOfValue(b, i)
+	return key, b[i:m.i], true
 }
 
 func (rd *Reader) parseJSON(line []byte, rec *Record) string {
@@ -36,32 +102,20 @@ func (rd *Reader) parseJSON(line []byte, rec *Record) string {
 	}
 	clear(j.vals)
 	// line is valid JSON: scan its top-level members.
-	i := 1
-	for {
-		i = skipSpace(line, i)
-		if line[i] == '}' {
+	for m := (members{b: line, i: 1}); ; {
+		key, val, ok := m.next()
+		if !ok {
 			break
 		}
-		kEnd := endOfString(line, i)
-		key := line[i+1 : kEnd-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			var k string
-			_ = json.Unmarshal(line[i:kEnd], &k) // valid: the line is
-			key = []byte(k)
+		if j.dotted {
+			j.matchDotted(key, val)
+			continue
 		}
-		i = skipSpace(line, kEnd) + 1 // past ':'
-		i = skipSpace(line, i)
-		vEnd := endOfValue(line, i)
 		for n, name := range j.names {
 			if string(key) == name {
-				j.vals[n] = line[i:vEnd]
+				j.vals[n] = val
 			}
 		}
-		i = skipSpace(line, vEnd)
-		if line[i] == '}' {
-			break
-		}
-		i++ // past ','
 	}
 	get := func(name string) ([]byte, bool, string) {
 		n := slices.Index(j.names, name)
