@@ -69,7 +69,7 @@ func newReplayFlagSet(c *replayConfig) *flag.FlagSet {
 	fs.StringVar(&c.jsonOut, "json", "", "write the report as JSON to `file` (- for standard output, instead of the text)")
 	fs.StringVar(&c.htmlOut, "html", "", "also write the report as an HTML page with charts to `file`")
 	fs.BoolVar(&c.markdown, "markdown", false, "write the report on standard output as Markdown tables instead of text")
-	fs.StringVar(&c.progress, "progress", "auto", "progress on standard error: auto (after 2 s), always or never")
+	fs.StringVar(&c.progress, "progress", "auto", "progress on standard error: auto (after 2 s, on a terminal), always or never")
 	return fs
 }
 

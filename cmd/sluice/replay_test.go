@@ -365,3 +365,9 @@ func TestReplayInterrupted(t *testing.T) {
 	require.Contains(t, errOut.String(), "interrupted: no report")
 	require.Empty(t, out.String())
 }
+
+func TestProgressAutoPrintsOnlyToATerminal(t *testing.T) {
+	var buf bytes.Buffer
+	require.Equal(t, "never", newProgress("auto", &logFiles{}, &buf).mode)
+	require.Equal(t, "always", newProgress("always", &logFiles{}, &buf).mode)
+}

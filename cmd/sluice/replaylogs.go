@@ -170,7 +170,14 @@ type progress struct {
 	now     func() time.Time
 }
 
+// In auto mode it prints only to a terminal: a log file or a pipe gets no
+// carriage-return lines.
 func newProgress(mode string, src *logFiles, w io.Writer) *progress {
+	if mode == "auto" {
+		if f, ok := w.(*os.File); !ok || !isTerminal(f) {
+			mode = "never"
+		}
+	}
 	p := &progress{mode: mode, src: src, w: w, now: time.Now}
 	p.start = p.now()
 	p.last = p.start
