@@ -3,54 +3,17 @@
 package replay
 
 import (
-	"bytes"
-	"context"
 	"image"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/internal/browsertest"
 )
-
-// chromium returns a Chromium-family browser on PATH, or "".
-func chromium() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	return ""
-}
-
-// runChromium runs browser headless with a fresh profile and args, for at
-// most a minute, in a process group of its own that is killed when it
-// returns, so that no renderer or crash handler outlives the test.
-func runChromium(t *testing.T, browser string, args ...string) (stdout, stderr []byte, err error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, browser, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir=" + t.TempDir()}, args...)...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	err = cmd.Run()
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever of the group is left
-	}
-	if ctx.Err() != nil {
-		err = ctx.Err()
-	}
-	return out.Bytes(), errOut.Bytes(), err
-}
 
 // TestReplayHTMLRendersInHeadlessChromium opens the page of a replay of two
 // policies in a real browser: the DOM Chromium builds holds every chart
@@ -58,13 +21,7 @@ func runChromium(t *testing.T, browser string, args ...string) (stdout, stderr [
 // not a script; a screenshot shows the charts painted in the bench
 // report's colours (#4e79a7, what was allowed; #e15759, what was denied).
 func TestReplayHTMLRendersInHeadlessChromium(t *testing.T) {
-	browser := chromium()
-	if browser == "" {
-		if os.Getenv("SLUICE_REQUIRE_BROWSER") == "1" {
-			t.Fatal("SLUICE_REQUIRE_BROWSER=1 but no chromium, chromium-browser or google-chrome on PATH (Debian: apt-get install chromium)")
-		}
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH; SLUICE_REQUIRE_BROWSER=1 makes this a failure")
-	}
+	browser := browsertest.Require(t)
 	rep := htmlReport(t)
 	page := writeHTML(t, rep)
 	dir := t.TempDir()
@@ -73,7 +30,7 @@ func TestReplayHTMLRendersInHeadlessChromium(t *testing.T) {
 	url := "file://" + path
 	written := parseHTML(t, page)
 
-	dom, stderr, err := runChromium(t, browser, "--dump-dom", url)
+	dom, stderr, err := browsertest.Run(t, browser, "--dump-dom", url)
 	if err != nil || len(dom) == 0 {
 		t.Fatalf("%s --dump-dom: %v, %d bytes of DOM; stderr:\n%s", browser, err, len(dom), stderr)
 	}
@@ -92,7 +49,7 @@ func TestReplayHTMLRendersInHeadlessChromium(t *testing.T) {
 		tl.charts, tl.polylines, keys.charts, keys.rects, ladder.charts, ladder.polylines)
 
 	shot := filepath.Join(dir, "page.png")
-	_, stderr, err = runChromium(t, browser, "--window-size=1200,2000", "--screenshot="+shot, url)
+	_, stderr, err = browsertest.Run(t, browser, "--window-size=1200,2000", "--screenshot="+shot, url)
 	if err != nil {
 		t.Fatalf("%s --screenshot: %v; stderr:\n%s", browser, err, stderr)
 	}

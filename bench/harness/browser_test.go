@@ -4,21 +4,19 @@ package harness
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"image"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
+
+	"github.com/sluicehq/sluice/internal/browsertest"
 )
 
 // browserChartCount is what a page's inline SVG charts hold: per class
@@ -96,59 +94,12 @@ func browserParse(t *testing.T, page []byte) browserPage {
 	return p
 }
 
-// browserFind returns the path of a Chromium-family browser, or "".
-func browserFind() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	return ""
-}
-
-// browserRun runs the browser headless with a fresh profile and extra
-// arguments, within a 60 s timeout, and returns its stdout and stderr.
-// It runs in a process group of its own, killed when the run ends, so no
-// renderer or crashpad child outlives it.
-func browserRun(t *testing.T, browser string, args ...string) (stdout, stderr []byte, err error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	all := append([]string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(),
-	}, args...)
-	cmd := exec.CommandContext(ctx, browser, all...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// A child left holding stdout must not hold up Wait past the timeout.
-	cmd.WaitDelay = 5 * time.Second
-	err = cmd.Run()
-	if cmd.Process != nil {
-		// The group is ours (Setpgid): end whatever of it is left.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	if ctx.Err() != nil {
-		err = ctx.Err()
-	}
-	return out.Bytes(), errOut.Bytes(), err
-}
-
 // TestHTMLReportRendersInHeadlessChromium opens the committed run's HTML
 // report in a real browser: the DOM Chromium builds holds every chart
 // WriteHTML wrote, and a screenshot shows them painted (the first
 // palette colour, #4e79a7, is on screen), not a blank page.
 func TestHTMLReportRendersInHeadlessChromium(t *testing.T) {
-	browser := browserFind()
-	if browser == "" {
-		if os.Getenv("SLUICE_REQUIRE_BROWSER") == "1" {
-			t.Fatal("SLUICE_REQUIRE_BROWSER=1 but no chromium, chromium-browser or google-chrome on PATH (Debian: apt-get install chromium)")
-		}
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH; SLUICE_REQUIRE_BROWSER=1 makes this a failure")
-	}
+	browser := browsertest.Require(t)
 
 	raw, err := os.ReadFile(filepath.Join("..", "runs", "full.json"))
 	require.NoError(t, err)
@@ -170,7 +121,7 @@ func TestHTMLReportRendersInHeadlessChromium(t *testing.T) {
 	require.GreaterOrEqual(t, written.svgs, scenarios+headlines)
 
 	// The DOM after rendering.
-	dom, stderr, err := browserRun(t, browser, "--dump-dom", url)
+	dom, stderr, err := browsertest.Run(t, browser, "--dump-dom", url)
 	if err != nil || len(dom) == 0 {
 		t.Fatalf("%s --dump-dom: %v, %d bytes of DOM; stderr:\n%s", browser, err, len(dom), stderr)
 	}
@@ -198,7 +149,7 @@ func TestHTMLReportRendersInHeadlessChromium(t *testing.T) {
 
 	// The pixels.
 	shot := filepath.Join(dir, "page.png")
-	_, stderr, err = browserRun(t, browser, "--window-size=1200,2000", "--screenshot="+shot, url)
+	_, stderr, err = browsertest.Run(t, browser, "--window-size=1200,2000", "--screenshot="+shot, url)
 	if err != nil {
 		t.Fatalf("%s --screenshot: %v; stderr:\n%s", browser, err, stderr)
 	}
