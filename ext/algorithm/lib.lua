@@ -15,5 +15,6 @@ end
 
 -- Each script reads its instant itself (ARGV or TIME) rather than through
 -- a helper here: defining and calling one more function costs about 1,600
--- instructions per call (bench/instructions.sh), 2% of a decision.
+-- instructions per call (go run ./bench/cmd/sluice-instructions), 2% of a
+-- decision.
 

@@ -16,32 +16,38 @@
 -- significant digits); use string.format('%d', x). Keep in step with
 -- algorithm.go (ParseArgs).
 
+-- The checks are written out rather than through int_arg: a Lua function
+-- call costs about 1,600 instructions, a C call (math.floor, math.min)
+-- several hundred, where the operators below cost a few each. A number is
+-- whole when v % 1 == 0; NaN and the infinities fail every range check.
+
 local key = KEYS[1]
 if #KEYS ~= 1 or key == '' then
   return redis.error_reply('SLUICE_INVALID_KEY one non-empty key expected')
 end
-if #ARGV ~= 4 and #ARGV ~= 5 then
+local nargs = #ARGV
+if nargs ~= 4 and nargs ~= 5 then
   return redis.error_reply('SLUICE_INVALID_LIMIT 4 or 5 arguments expected')
 end
-local period_us = int_arg(2, 1000, 31622400000000)
-local rate = int_arg(1, 1, math.min(period_us or 0, 1e12))
-local burst = int_arg(3, 1, 1e12)
-if rate == nil or period_us == nil or burst == nil then
+local rate, period_us, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+if not (period_us and period_us >= 1000 and period_us <= 31622400000000 and period_us % 1 == 0
+    and rate and rate >= 1 and rate <= period_us and rate <= 1e12 and rate % 1 == 0
+    and burst and burst >= 1 and burst <= 1e12 and burst % 1 == 0) then
   return redis.error_reply('SLUICE_INVALID_LIMIT rate, period_us and burst must be integers in range')
 end
-local cost = int_arg(4, -1e12, 1e12)
-if cost == nil then
+local cost = tonumber(ARGV[4])
+if not (cost and cost >= -1e12 and cost <= 1e12 and cost % 1 == 0) then
   return redis.error_reply('SLUICE_INVALID_COST cost must be an integer')
 end
-local now
-if ARGV[5] == nil or ARGV[5] == '' then
+local now = ARGV[5]
+if now == nil or now == '' then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = t[1] * 1000000 + t[2] -- strings of digits, converted by the arithmetic
 else
-  now = int_arg(5, 0, MAX_NOW_US)
-end
-if now == nil then
-  return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
+  now = tonumber(now)
+  if not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
+    return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
+  end
 end
 
 -- dry: when true, the body decides a cost > 0 without consuming (no write,

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/multilimit"
+	"github.com/sluicehq/sluice/store/goredisstore"
+)
+
+// call makes one EVALSHA call of a case.
+type call func(context.Context) error
+
+// testCase is one measurement: setup returns the call to repeat, which
+// makes perCall decisions.
+type testCase struct {
+	name    string
+	perCall int
+	target  int64
+	setup   func(context.Context, *redis.Client) (call, error)
+}
+
+// Issue 28's ceilings, instructions per decision.
+const (
+	targetSingle   = 45_000
+	targetHotBatch = 6_000
+	targetKeyBatch = 22_000
+)
+
+// allowAll is a limit no case's calls can exhaust: a million a second
+// (a tenth of a second's worth for the sliding log, whose rate is at most
+// 10,000 a period), a burst of a trillion.
+func allowAll(alg string) sluice.Limit {
+	if alg == "slidinglog" {
+		return sluice.Limit{Rate: 10_000, Period: time.Second, Burst: 10_000}
+	}
+	l := sluice.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000_000_000}
+	if alg != "tokenbucket" && alg != "gcra" {
+		l.Burst = l.Rate
+	}
+	return l
+}
+
+func raw(src string, keys []string, args ...any) func(context.Context, *redis.Client) (call, error) {
+	return func(_ context.Context, c *redis.Client) (call, error) {
+		s := redis.NewScript(src)
+		return func(ctx context.Context) error {
+			err := s.Run(ctx, c, keys, args...).Err()
+			if errors.Is(err, redis.Nil) {
+				return nil
+			}
+			return err
+		}, nil
+	}
+}
+
+func limiterOn(c *redis.Client, alg string) (sluice.Limiter, error) {
+	store, err := goredisstore.New(c)
+	if err != nil {
+		return nil, err
+	}
+	return algorithms.New(alg, store)
+}
+
+func cases() []testCase {
+	cs := []testCase{
+		// The references take a decision's key and four arguments.
+		{name: "EVALSHA of return 1", perCall: 1, setup: raw("return 1", []string{"{t1}:e"}, 1000000, 1000000, 1000000000000, 1)},
+		{name: "TIME, return 1", perCall: 1, setup: raw("local t = redis.call('TIME') return 1", []string{"{t1}:t"}, 1000000, 1000000, 1000000000000, 1)},
+		{name: "INCR + PEXPIRE (no clock, no checks)", perCall: 1, setup: raw(
+			"local c = redis.call('INCR', KEYS[1]) redis.call('PEXPIRE', KEYS[1], ARGV[1]) return c", []string{"{t1}:i"}, 60000)},
+		{name: "floor: TIME, GET, SET PX", perCall: 1, setup: raw(
+			"local t = redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], t[1], 'PX', ARGV[1]) return 1",
+			[]string{"{t1}:f"}, 60000)},
+		{name: "go-redis/redis_rate v10", perCall: 1, setup: func(_ context.Context, c *redis.Client) (call, error) {
+			rl := redis_rate.NewLimiter(c)
+			limit := redis_rate.Limit{Rate: 1_000_000, Burst: 1_000_000_000, Period: time.Second}
+			return func(ctx context.Context) error {
+				_, err := rl.Allow(ctx, "t1", limit)
+				return err
+			}, nil
+		}},
+	}
+	for _, alg := range algorithms.Names {
+		cs = append(cs, testCase{name: alg, perCall: 1, target: targetSingle, setup: func(_ context.Context, c *redis.Client) (call, error) {
+			l, err := limiterOn(c, alg)
+			if err != nil {
+				return nil, err
+			}
+			limit := allowAll(alg)
+			return func(ctx context.Context) error { return allowed(l.AllowN(ctx, "{t1}:"+alg, limit, 1)) }, nil
+		}})
+	}
+	for _, alg := range algorithms.Names {
+		for _, hot := range []bool{true, false} {
+			name, target := alg+", batch of 16 on one key", int64(targetHotBatch)
+			if !hot {
+				name, target = alg+", batch of 16 keys", targetKeyBatch
+			}
+			cs = append(cs, testCase{name: name, perCall: 16, target: target, setup: func(_ context.Context, c *redis.Client) (call, error) {
+				l, err := limiterOn(c, alg)
+				if err != nil {
+					return nil, err
+				}
+				b, ok := sluice.As[sluice.BatchLimiter](l)
+				if !ok {
+					return nil, fmt.Errorf("%s has no AllowBatch", alg)
+				}
+				reqs := make([]sluice.Request, 16)
+				for i := range reqs {
+					key := "{t1}:" + alg
+					if !hot {
+						key = fmt.Sprintf("{t1}:%s:%d", alg, i)
+					}
+					reqs[i] = sluice.Request{Key: key, Limit: allowAll(alg), N: 1}
+				}
+				return func(ctx context.Context) error {
+					results, err := b.AllowBatch(ctx, reqs)
+					if err != nil {
+						return err
+					}
+					for _, r := range results {
+						if err := allowed(r.Decision, r.Err); err != nil {
+							return err
+						}
+					}
+					return nil
+				}, nil
+			}})
+		}
+	}
+	for _, checks := range []int{1, 2} {
+		cs = append(cs, testCase{name: fmt.Sprintf("multilimit, %d limits", checks), perCall: 1, target: targetSingle,
+			setup: func(_ context.Context, c *redis.Client) (call, error) {
+				store, err := goredisstore.New(c)
+				if err != nil {
+					return nil, err
+				}
+				ml, err := multilimit.New(store)
+				if err != nil {
+					return nil, err
+				}
+				all := []multilimit.Check{
+					{Key: "{t1}:m:tb", Limit: allowAll("tokenbucket"), Algorithm: multilimit.TokenBucket},
+					{Key: "{t1}:m:fw", Limit: allowAll("fixedwindow"), Algorithm: multilimit.FixedWindow},
+				}
+				return func(ctx context.Context) error {
+					d, err := ml.AllowN(ctx, all[:checks], 1)
+					if err == nil && !d.Allowed {
+						err = errors.New("denied")
+					}
+					return err
+				}, nil
+			}})
+	}
+	for _, alg := range []string{"tokenbucket", "gcra"} {
+		cs = append(cs, testCase{name: alg + " lease", perCall: 1, target: targetSingle, setup: func(_ context.Context, c *redis.Client) (call, error) {
+			l, err := limiterOn(c, alg)
+			if err != nil {
+				return nil, err
+			}
+			leaser, ok := sluice.As[ext.Leaser](l)
+			if !ok {
+				return nil, fmt.Errorf("%s does not lease", alg)
+			}
+			req := ext.LeaseRequest{Key: "{t1}:lease:" + alg, Limit: allowAll(alg), Holder: 7, Cost: 1, Extra: 10, Hold: time.Second}
+			return func(ctx context.Context) error {
+				g, err := leaser.Lease(ctx, req)
+				return allowed(g.Decision, err)
+			}, nil
+		}})
+	}
+	return cs
+}
+
+func allowed(d sluice.Decision, err error) error {
+	if err == nil && !d.Allowed {
+		err = errors.New("denied: the case's limit was exhausted")
+	}
+	return err
+}
