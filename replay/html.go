@@ -158,7 +158,7 @@ func buildPolicy(i int, group []Result, target float64, colours map[string]strin
 			p.Notes = append(p.Notes, r.Algorithm+": "+num(r.OverCapacity)+" requests cost more than the limit can ever allow.")
 		}
 		if r.DroppedKeys > 0 {
-			p.Notes = append(p.Notes, r.Algorithm+": "+num(r.DroppedKeys)+" idle keys were forgotten to bound memory (--max-keys); one seen again counted again.")
+			p.Notes = append(p.Notes, r.Algorithm+": "+num(r.DroppedKeys)+" idle keys were forgotten to bound memory (--max-keys); keys and denied keys are estimates (within about 1%).")
 		}
 		p.Algorithms = append(p.Algorithms, algorithmView{Name: r.Algorithm, Own: r.Own,
 			Timeline: timelineChart(&r, yTop, yStep), Keys: keysChart(&r, xTop, xStep)})

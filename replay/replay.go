@@ -13,8 +13,9 @@
 // Memory: each subject's limiter state is dropped as it expires in
 // simulated time, as Redis would drop the keys, and the report's per-key
 // figures are kept exactly for up to Config.MaxKeys keys; past it, keys
-// idle for a period are forgotten, their figures final (see
-// Result.DroppedKeys). A log of any length replays in memory bounded by
+// idle for a period are forgotten, their figures final, and the counts of
+// distinct keys become estimates (see Result.DroppedKeys and
+// Result.Estimated). A log of any length replays in memory bounded by
 // MaxKeys and the keys active within a period.
 package replay
 

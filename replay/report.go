@@ -71,9 +71,9 @@ type Result struct {
 	// limit can ever allow.
 	OverCapacity int64 `json:"over_capacity,omitempty"`
 
-	// Keys counts the keys seen (a key forgotten and seen again counts
-	// twice: see DroppedKeys); DeniedKeys those denied at least once.
-	// When no key was dropped, every per-key figure is exact.
+	// Keys counts the distinct keys seen, DeniedKeys those denied at
+	// least once: exact when no key was dropped, estimates otherwise
+	// (Estimated).
 	Keys       int64 `json:"keys"`
 	DeniedKeys int64 `json:"denied_keys"`
 	// WellBehavedKeys are the denied keys whose average rate stayed
@@ -87,13 +87,19 @@ type Result struct {
 	WellBehavedDenials int64 `json:"well_behaved_denials"`
 	// DroppedKeys were forgotten to keep within Config.MaxKeys, once
 	// idle for a period, their figures final: a key seen again after it
-	// was forgotten counts again in Keys (and in DeniedKeys if denied
-	// again), with its requests split between its two entries.
+	// was forgotten starts a new entry, so its requests are split between
+	// its two entries in the top keys and the well-behaved figures.
 	DroppedKeys int64 `json:"dropped_keys,omitempty"`
 	// PeakKeys is the most keys the report's table held at once, and
 	// PeakStateKeys the most keys the limiter's state held: what the
 	// replay's memory grew with.
-	PeakKeys      int64 `json:"peak_keys"`
+	PeakKeys int64 `json:"peak_keys"`
+	// Estimated: keys were dropped, so Keys, DeniedKeys and the ladder's
+	// denied keys are estimates of the distinct keys (a HyperLogLog,
+	// about 0.8% standard error), which a key seen again after it was
+	// dropped does not inflate; the other per-key figures may count it
+	// twice.
+	Estimated     bool  `json:"estimated,omitempty"`
 	PeakStateKeys int64 `json:"peak_state_keys"`
 
 	Worst    Worst      `json:"worst_window"`
@@ -200,6 +206,13 @@ func (r *run) result(firstUs int64, top int, target float64) Result {
 	}
 	sortKeyStats(denied)
 	res.TopKeys = append([]KeyStat{}, denied[:min(top, len(denied))]...)
+	if r.folded > 0 {
+		res.Estimated = true
+		res.Keys, res.DeniedKeys = r.seen.estimate(), r.deniedSeen.estimate()
+		for i := range ladderKeys {
+			ladderKeys[i] = r.ladderSeen[i].estimate()
+		}
+	}
 	if target > 0 {
 		res.Target = r.fit(target, res.Keys, ladderKeys)
 	}

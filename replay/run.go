@@ -58,6 +58,10 @@ type run struct {
 	timeline                                    timeline
 	observe                                     func(Decision)
 	jobs                                        chan job
+	// Estimates of the distinct keys seen, denied, and denied at each
+	// ladder step, for when the table forgot keys that came back.
+	seen, deniedSeen distinct
+	ladderSeen       []distinct
 }
 
 // keyStat is what the report needs of one key.
@@ -124,6 +128,7 @@ func newRun(sub subject, p Policy, cfg *Config) *run {
 		}
 		r.ladderDen = make([]int64, len(r.ladder))
 		r.foldedLadder = make([]int64, len(r.ladder))
+		r.ladderSeen = make([]distinct, len(r.ladder))
 	}
 	return r
 }
@@ -159,6 +164,7 @@ func (r *run) decide(it *item) bool {
 		ks = &keyStat{first: it.now, ring: windowRing{head: it.now / r.subUs}}
 		r.keys[it.key] = ks
 		r.peakKeys = max(r.peakKeys, len(r.keys))
+		r.seen.add(it.key)
 	}
 	ks.last = it.now
 	ks.requests++
@@ -185,6 +191,9 @@ func (r *run) decide(it *item) bool {
 	default:
 		r.denied++
 		ks.denied++
+		if ks.denied == 1 {
+			r.deniedSeen.add(it.key)
+		}
 		if over {
 			r.over++
 		}
@@ -196,7 +205,10 @@ func (r *run) decide(it *item) bool {
 			return false
 		} else if !ok {
 			r.ladderDen[i]++
-			ks.ladder |= 1 << i
+			if ks.ladder&(1<<i) == 0 {
+				ks.ladder |= 1 << i
+				r.ladderSeen[i].add(it.key)
+			}
 		}
 	}
 	if r.observe != nil {

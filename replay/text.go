@@ -94,7 +94,7 @@ func WriteText(w io.Writer, rep *Report) error {
 					r.Algorithm, num(r.OverCapacity), r.Limit.Rate, r.Limit.Period, r.Limit.Burst)
 			}
 			if r.DroppedKeys > 0 {
-				p.printf("%s: %s idle keys were forgotten to bound memory (--max-keys); one seen again counted again\n", r.Algorithm, num(r.DroppedKeys))
+				p.printf("%s: %s idle keys were forgotten to bound memory (--max-keys); keys and denied keys are estimates (within about 1%%)\n", r.Algorithm, num(r.DroppedKeys))
 			}
 		}
 	}
