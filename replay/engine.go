@@ -13,12 +13,15 @@ import (
 
 const batchSize = 4096
 
-// job is one batch for one run; stops, for a policy's own run, receives
-// which of the batch's items it denied.
+// job is one batch for one run. blocked (nil: none) marks the items an
+// earlier policy stopped; stops, for a stopping policy's own run, receives
+// which items it denied, and done is then signalled. Neither slice is
+// written once another run may read it.
 type job struct {
-	batch []item
-	stops []bool
-	done  *sync.WaitGroup
+	batch   []item
+	blocked []bool
+	stops   []bool
+	done    *sync.WaitGroup
 }
 
 // stage is one policy's runs, its own algorithm's first.
@@ -67,8 +70,10 @@ func Run(ctx context.Context, src Source, cfg Config) (*Report, error) {
 		go func() {
 			defer workers.Done()
 			for j := range r.jobs {
-				r.feed(j.batch, j.stops)
-				j.done.Done()
+				r.feed(j.batch, j.blocked, j.stops)
+				if j.done != nil {
+					j.done.Done()
+				}
 			}
 		}()
 	}
@@ -94,26 +99,34 @@ func Run(ctx context.Context, src Source, cfg Config) (*Report, error) {
 		if !ok {
 			break
 		}
+		// Only a stopping policy's own run is waited for, and only by the
+		// policies after it; everything else runs ahead.
+		var blocked []bool
 		for _, st := range stages {
 			var stops []bool
+			var done sync.WaitGroup
 			if st.stopping {
 				stops = make([]bool, len(batch))
-			}
-			var done sync.WaitGroup
-			for i, r := range st.runs {
 				done.Add(1)
-				j := job{batch: batch, done: &done}
-				if i == 0 {
-					j.stops = stops
+			}
+			for i, r := range st.runs {
+				j := job{batch: batch, blocked: blocked}
+				if i == 0 && st.stopping {
+					j.stops, j.done = stops, &done
 				}
 				r.jobs <- j
 			}
-			done.Wait()
-			for i, stop := range stops {
-				if stop && !batch[i].stopped {
-					batch[i].stopped = true
-					in.Stopped++
+			if st.stopping {
+				done.Wait()
+				next := make([]bool, len(batch))
+				for i := range next {
+					was := blocked != nil && blocked[i]
+					next[i] = was || stops[i]
+					if stops[i] && !was {
+						in.Stopped++
+					}
 				}
+				blocked = next
 			}
 		}
 	}

@@ -18,9 +18,6 @@ type item struct {
 	method   string
 	path     string
 	route    string
-	// stopped: an earlier enforced policy denied it, so no later policy
-	// decides it.
-	stopped bool
 }
 
 // run replays one subject: a policy under one algorithm, at the policy's
@@ -112,7 +109,7 @@ func newRun(sub subject, p Policy, cfg *Config) *run {
 	main, _ := newDecider(sub.algorithm, sub.limit) // checked by Config.check
 	costs, _ := newCostMatcher(p)                   // checked by Config.check
 	r := &run{sub: sub, name: p.Name, costs: costs, tierOf: p.TierOf, tier: p.Tier, main: main, periodUs: sub.limit.PeriodMicros(),
-		keys: map[string]*keyStat{}, maxKeys: cfg.MaxKeys, observe: cfg.Observe, jobs: make(chan job, 1)}
+		keys: map[string]*keyStat{}, maxKeys: cfg.MaxKeys, observe: cfg.Observe, jobs: make(chan job, 4)}
 	if r.maxKeys == 0 {
 		r.maxKeys = defaultMaxKeys
 	}
@@ -134,13 +131,13 @@ func newRun(sub subject, p Policy, cfg *Config) *run {
 }
 
 // feed decides the items of a batch that are subject to the run's policy
-// and not stopped by an earlier one; stops, when not nil, receives which
+// and not blocked by an earlier one; stops, when not nil, receives which
 // it denied.
-func (r *run) feed(batch []item, stops []bool) {
+func (r *run) feed(batch []item, blocked, stops []bool) {
 	bit := uint64(1) << r.sub.policy
 	for i := range batch {
 		it := &batch[i]
-		if it.policies&bit == 0 || it.stopped || r.err != nil || r.tierOf != nil && r.tierOf(it.key) != r.tier {
+		if it.policies&bit == 0 || blocked != nil && blocked[i] || r.err != nil || r.tierOf != nil && r.tierOf(it.key) != r.tier {
 			continue
 		}
 		if allowed := r.decide(it); stops != nil && !allowed {
