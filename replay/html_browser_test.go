@@ -3,8 +3,6 @@
 package replay
 
 import (
-	"image"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,35 +46,21 @@ func TestReplayHTMLRendersInHeadlessChromium(t *testing.T) {
 	t.Logf("rendered DOM: %d timeline charts with %d polylines, %d keys charts with %d rects, %d ladder charts with %d polylines",
 		tl.charts, tl.polylines, keys.charts, keys.rects, ladder.charts, ladder.polylines)
 
-	shot := filepath.Join(dir, "page.png")
-	_, stderr, err = browsertest.Run(t, browser, "--window-size=1200,2000", "--screenshot="+shot, url)
-	if err != nil {
-		t.Fatalf("%s --screenshot: %v; stderr:\n%s", browser, err, stderr)
-	}
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v; stderr:\n%s", err, stderr)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	require.NoError(t, err)
+	img := browsertest.Screenshot(t, browser, url, 1200, 2000)
 	b := img.Bounds()
-	require.Equal(t, image.Pt(1200, 2000), b.Size())
-	near := func(v uint32, want int) bool { d := int(v>>8) - want; return d >= -3 && d <= 3 }
 	var allowed, denied int
 	for y := b.Min.Y; y < b.Max.Y; y++ {
 		for x := b.Min.X; x < b.Max.X; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			switch {
-			case near(r, 0x4e) && near(g, 0x79) && near(bl, 0xa7):
+			switch c := img.At(x, y); {
+			case browsertest.Near(c, 0x4e79a7):
 				allowed++
-			case near(r, 0xe1) && near(g, 0x57) && near(bl, 0x59):
+			case browsertest.Near(c, 0xe15759):
 				denied++
 			}
 		}
 	}
 	t.Logf("screenshot %dx%d: %d pixels of #4e79a7, %d of #e15759", b.Dx(), b.Dy(), allowed, denied)
 	if allowed == 0 || denied == 0 {
-		t.Fatalf("screenshot without the charts' colours: %d pixels of #4e79a7, %d of #e15759 (want both > 0); stderr:\n%s", allowed, denied, stderr)
+		t.Fatalf("screenshot without the charts' colours: %d pixels of #4e79a7, %d of #e15759 (want both > 0)", allowed, denied)
 	}
 }

@@ -5,8 +5,6 @@ package harness
 import (
 	"bytes"
 	"encoding/json"
-	"image"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -148,37 +146,23 @@ func TestHTMLReportRendersInHeadlessChromium(t *testing.T) {
 		rendered.svgs, rendered.headBars, admitted.charts, admitted.polylines, bars.charts, bars.rects, scenarios)
 
 	// The pixels.
-	shot := filepath.Join(dir, "page.png")
-	_, stderr, err = browsertest.Run(t, browser, "--window-size=1200,2000", "--screenshot="+shot, url)
-	if err != nil {
-		t.Fatalf("%s --screenshot: %v; stderr:\n%s", browser, err, stderr)
-	}
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v; stderr:\n%s", err, stderr)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	require.NoError(t, err)
+	img := browsertest.Screenshot(t, browser, url, 1200, 2000)
 	b := img.Bounds()
-	require.Equal(t, image.Pt(1200, 2000), b.Size(), "screenshot of the window size")
 
 	colours := map[[3]uint8]bool{}
 	palette := 0 // pixels within ±3 per channel of #4e79a7
-	near := func(v uint8, want int) bool { d := int(v) - want; return d >= -3 && d <= 3 }
 	for y := b.Min.Y; y < b.Max.Y; y += 2 {
 		for x := b.Min.X; x < b.Max.X; x += 2 {
 			cr, cg, cb, _ := img.At(x, y).RGBA()
-			c := [3]uint8{uint8(cr >> 8), uint8(cg >> 8), uint8(cb >> 8)}
-			colours[c] = true
-			if near(c[0], 0x4e) && near(c[1], 0x79) && near(c[2], 0xa7) {
+			colours[[3]uint8{uint8(cr >> 8), uint8(cg >> 8), uint8(cb >> 8)}] = true
+			if browsertest.Near(img.At(x, y), 0x4e79a7) {
 				palette++
 			}
 		}
 	}
 	t.Logf("screenshot %dx%d: %d distinct colours in the sample, %d sampled pixels of #4e79a7", b.Dx(), b.Dy(), len(colours), palette)
 	if len(colours) < 8 || palette == 0 {
-		t.Fatalf("screenshot looks blank or chartless: %d distinct colours (want >= 8), %d pixels of #4e79a7 (want > 0); stderr:\n%s",
-			len(colours), palette, stderr)
+		t.Fatalf("screenshot looks blank or chartless: %d distinct colours (want >= 8), %d pixels of #4e79a7 (want > 0)",
+			len(colours), palette)
 	}
 }

@@ -8,8 +8,13 @@ package browsertest
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -67,4 +72,35 @@ func Run(t testing.TB, browser string, args ...string) (stdout, stderr []byte, e
 		err = ctx.Err()
 	}
 	return out.Bytes(), errOut.Bytes(), err
+}
+
+// Screenshot opens url in browser at a window of width x height and
+// returns the picture, failing t if none is taken or it is not that size.
+func Screenshot(t testing.TB, browser, url string, width, height int) image.Image {
+	t.Helper()
+	shot := filepath.Join(t.TempDir(), "page.png")
+	_, stderr, err := Run(t, browser, fmt.Sprintf("--window-size=%d,%d", width, height), "--screenshot="+shot, url)
+	if err != nil {
+		t.Fatalf("%s --screenshot: %v; stderr:\n%s", browser, err, stderr)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v; stderr:\n%s", err, stderr)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("the screenshot is not a PNG: %v", err)
+	}
+	if got := img.Bounds().Size(); got != image.Pt(width, height) {
+		t.Fatalf("screenshot of %v, want %dx%d", got, width, height)
+	}
+	return img
+}
+
+// Near reports whether c is within 3 of rgb (0xRRGGBB) in every channel.
+func Near(c color.Color, rgb uint32) bool {
+	r, g, b, _ := c.RGBA()
+	near := func(v uint32, want uint32) bool { d := int(v>>8) - int(want&0xff); return d >= -3 && d <= 3 }
+	return near(r, rgb>>16) && near(g, rgb>>8) && near(b, rgb)
 }
