@@ -11,14 +11,14 @@ import (
 )
 
 //go:embed gcra.lua
-var body string
+var steps string
 
 // KeySuffix is appended to the caller's key to name the state's Redis key.
 const KeySuffix = ":gcra"
 
 var spec = algorithm.Register(&algorithm.Spec{
 	Name:           "gcra",
-	Body:           body,
+	Steps:          steps,
 	Decide:         decide,
 	ResetScript:    algorithm.DeleteScript,
 	KeySuffix:      KeySuffix,

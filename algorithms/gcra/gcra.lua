@@ -14,6 +14,11 @@
 -- Writes: SET PX (time until tat, plus 1 s) on admission and refund only;
 -- a denial and a peek write nothing. O(1): TIME, GET, at most one SET/DEL.
 -- Keep in step with model.go.
+--
+-- Written as steps (ext/algorithm Spec.Steps): the check, on the limit and
+-- the cost alone, then after "-- step" the decision on `state`, the stored
+-- tat (false: no key; -1: not a number). The decision script and the batch
+-- are built around them.
 
 local TTL_MARGIN_MS = 1000
 
@@ -25,70 +30,57 @@ if interval * rate < period_us then
   interval = interval + 1 -- ceil(period_us / rate)
 end
 if (interval * rate - period_us) * 100 > period_us then
-  return redis.error_reply('SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds')
-end
-if interval > MAX_FILL_US / burst then
-  return redis.error_reply('SLUICE_INVALID_LIMIT burst x period / rate is too long')
-end
-if cost > burst then
-  return redis.error_reply('SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed')
-end
-if cost < -burst then
-  return redis.error_reply('SLUICE_INVALID_COST a refund cannot exceed burst')
+  fail = 'SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds'
+elseif interval > MAX_FILL_US / burst then
+  fail = 'SLUICE_INVALID_LIMIT burst x period / rate is too long'
+elseif cost > burst then
+  fail = 'SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed'
+elseif cost < -burst then
+  fail = 'SLUICE_INVALID_COST a refund cannot exceed burst'
 end
 local tolerance = burst * interval
-
-local tat = now
-local stored = redis.call('GET', key)
-if stored then
-  local v = tonumber(stored)
-  if not (v and v >= 0 and v <= MAX_NOW_US + MAX_FILL_US and v % 1 == 0) then
-    return redis.error_reply('SLUICE_INVALID_STATE key does not hold a GCRA state')
-  end
-  if v > now then
-    tat = v
-  end
-end
-
-local allowed = 1
-local retry_after = 0
-local write = false
-if cost < 0 then
-  tat = tat + cost * interval
-  if tat < now then
-    tat = now
-  end
-  write = true
+-- step
+if state and not (state >= 0 and state <= MAX_NOW_US + MAX_FILL_US and state % 1 == 0) then
+  fail = 'SLUICE_INVALID_STATE key does not hold a GCRA state'
 else
-  local new_tat = tat + interval
-  if cost > 1 then
-    new_tat = tat + cost * interval
+  local tat = now
+  if state and state > now then
+    tat = state
   end
-  if new_tat - now > tolerance then
-    allowed = 0
-    retry_after = new_tat - now - tolerance
-  elseif cost > 0 and not dry then
-    tat = new_tat
-    write = true
-  end
-end
-
-if write then
-  local ahead = tat - now
-  if ahead > 0 then
-    local ttl_ms = (ahead - ahead % 1000) / 1000 + TTL_MARGIN_MS
-    if ahead % 1000 ~= 0 then
-      ttl_ms = ttl_ms + 1 -- ceil(ahead / 1000) + TTL_MARGIN_MS
+  if cost < 0 then
+    tat = tat + cost * interval
+    if tat < now then
+      tat = now
     end
-    redis.call('SET', key, string.format('%d', tat), 'PX', string.format('%d', ttl_ms))
+    write = true
   else
-    redis.call('DEL', key)
+    local new_tat = tat + interval
+    if cost > 1 then
+      new_tat = tat + cost * interval
+    end
+    if new_tat - now > tolerance then
+      allowed = 0
+      retry_after = new_tat - now - tolerance
+    elseif cost > 0 and not dry then
+      tat = new_tat
+      write = true
+    end
   end
+  local ahead = tat - now
+  if write then
+    if ahead > 0 then
+      state = tat
+      ttl_ms = (ahead - ahead % 1000) / 1000 + TTL_MARGIN_MS
+      if ahead % 1000 ~= 0 then
+        ttl_ms = ttl_ms + 1 -- ceil(ahead / 1000) + TTL_MARGIN_MS
+      end
+    else
+      state = false
+    end
+  end
+  if ahead < tolerance then
+    local room = tolerance - ahead
+    remaining = (room - room % interval) / interval
+  end
+  reset_after = ahead
 end
-
-local remaining = 0
-if tat - now < tolerance then
-  local room = tolerance - (tat - now)
-  remaining = (room - room % interval) / interval
-end
-return {allowed, remaining, retry_after, tat - now}

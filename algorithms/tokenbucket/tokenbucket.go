@@ -11,7 +11,7 @@ import (
 )
 
 //go:embed tokenbucket.lua
-var body string
+var steps string
 
 // KeySuffix is appended to the caller's key to name the bucket's Redis key,
 // so that two algorithms given the same key never read each other's state.
@@ -20,7 +20,7 @@ const KeySuffix = ":tb"
 
 var spec = algorithm.Register(&algorithm.Spec{
 	Name:          "tokenbucket",
-	Body:          body,
+	Steps:         steps,
 	Decide:        decide,
 	ResetScript:   algorithm.DeleteScript,
 	KeySuffix:     KeySuffix,

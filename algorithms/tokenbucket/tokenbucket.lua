@@ -18,6 +18,11 @@
 -- Extra errors, before any write: SLUICE_INVALID_LIMIT (interval not within
 -- 1%, fill time too long), SLUICE_COST_EXCEEDS_BURST, SLUICE_INVALID_COST,
 -- SLUICE_INVALID_STATE.
+--
+-- Written as steps (ext/algorithm Spec.Steps): the check, on the limit and
+-- the cost alone, then after "-- step" the decision on `state`, the stored
+-- tat (false: no key; -1: not a number). The decision script and the batch
+-- are built around them.
 
 local TTL_MARGIN_MS = 1000
 
@@ -29,72 +34,56 @@ if interval * rate < period_us then
   interval = interval + 1 -- ceil(period_us / rate)
 end
 if (interval * rate - period_us) * 100 > period_us then
-  return redis.error_reply('SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds')
-end
-if interval > MAX_FILL_US / burst then
-  return redis.error_reply('SLUICE_INVALID_LIMIT burst x period / rate is too long')
-end
-if cost > burst then
-  return redis.error_reply('SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed')
-end
-if cost < -burst then
-  return redis.error_reply('SLUICE_INVALID_COST a refund cannot exceed burst')
+  fail = 'SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds'
+elseif interval > MAX_FILL_US / burst then
+  fail = 'SLUICE_INVALID_LIMIT burst x period / rate is too long'
+elseif cost > burst then
+  fail = 'SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed'
+elseif cost < -burst then
+  fail = 'SLUICE_INVALID_COST a refund cannot exceed burst'
 end
 local tolerance = burst * interval -- microseconds to refill an empty bucket
-
-local deficit = 0
-local stored = redis.call('GET', key)
-if stored then
-  local tat = tonumber(stored)
-  if not (tat and tat >= 0 and tat <= MAX_NOW_US + MAX_FILL_US and tat % 1 == 0) then
-    return redis.error_reply('SLUICE_INVALID_STATE key does not hold a token bucket')
-  end
-  if tat > now then
-    deficit = tat - now
-  end
-end
-
-local allowed = 1
-local retry_after = 0
-local write = false
-if cost < 0 then
-  deficit = deficit + cost * interval
-  if deficit < 0 then
-    deficit = 0
-  end
-  write = true
+-- step
+if state and not (state >= 0 and state <= MAX_NOW_US + MAX_FILL_US and state % 1 == 0) then
+  fail = 'SLUICE_INVALID_STATE key does not hold a token bucket'
 else
-  local after = deficit + interval
-  if cost > 1 then
-    after = deficit + cost * interval
+  local deficit = 0
+  if state and state > now then
+    deficit = state - now
   end
-  if after > tolerance then
-    allowed = 0
-    retry_after = after - tolerance
-  elseif cost > 0 and not dry then
-    deficit = after
-    write = true
-  end
-end
-
-if write then
-  if deficit > 0 then
-    -- string.format('%d') rather than the numbers themselves: redis.call
-    -- turns a number into text with '%.17g', a floating-point conversion
-    -- that costs more than an integer one.
-    local ttl_ms = (deficit - deficit % 1000) / 1000 + TTL_MARGIN_MS
-    if deficit % 1000 ~= 0 then
-      ttl_ms = ttl_ms + 1 -- ceil(deficit / 1000) + TTL_MARGIN_MS
+  if cost < 0 then
+    deficit = deficit + cost * interval
+    if deficit < 0 then
+      deficit = 0
     end
-    redis.call('SET', key, string.format('%d', now + deficit), 'PX', string.format('%d', ttl_ms))
+    write = true
   else
-    redis.call('DEL', key)
+    local after = deficit + interval
+    if cost > 1 then
+      after = deficit + cost * interval
+    end
+    if after > tolerance then
+      allowed = 0
+      retry_after = after - tolerance
+    elseif cost > 0 and not dry then
+      deficit = after
+      write = true
+    end
   end
+  if write then
+    if deficit > 0 then
+      state = now + deficit
+      ttl_ms = (deficit - deficit % 1000) / 1000 + TTL_MARGIN_MS
+      if deficit % 1000 ~= 0 then
+        ttl_ms = ttl_ms + 1 -- ceil(deficit / 1000) + TTL_MARGIN_MS
+      end
+    else
+      state = false
+    end
+  end
+  if deficit < tolerance then
+    local room = tolerance - deficit
+    remaining = (room - room % interval) / interval
+  end
+  reset_after = deficit
 end
-
-local remaining = 0
-if deficit < tolerance then
-  local room = tolerance - deficit
-  remaining = (room - room % interval) / interval
-end
-return {allowed, remaining, retry_after, deficit}

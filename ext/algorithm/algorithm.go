@@ -131,15 +131,31 @@ type Spec struct {
 	// In a batch (batch.lua) a key that repeats is decided through a
 	// cache of GET, SET and DEL: there a body may only SET key value PX
 	// ms and DEL one key, and may not use redis.pcall (other forms fail
-	// loudly); any other command is passed through.
+	// loudly); any other command is passed through. The reply's remaining
+	// must not be negative (a batch packs it with allowed).
+	// An algorithm whose state is one integer may give Steps instead.
 	Body string
+	// Steps, given instead of Body by an algorithm whose state is one
+	// integer, is its decision in two parts, with a line "-- step" between
+	// them. The check reads the prelude's locals (not the state) and sets
+	// the local fail to an error reply's text when the request cannot be
+	// decided. The step then reads state (the stored integer; false when
+	// the key is missing, -1 when it holds something that is not a number)
+	// and now, honours dry, and sets allowed, remaining, retry_after,
+	// reset_after (as a body's reply) or fail; to write, it sets write, the
+	// new state (false: delete the key) and ttl_ms. Neither part calls
+	// Redis or returns. Register builds Body from them (step_body.lua), and
+	// a batch (batch_step.lua) that reads each key once and decides all
+	// its requests in memory.
+	Steps string
 	// Decide is Body's Go twin.
 	Decide DecideFunc
 	// Script decides: the prelude and Body, paired with Decide. Register
 	// sets it.
 	Script *sluice.Script
-	// BatchScript decides many requests in one call (batch.lua around
-	// Body). Register sets it.
+	// BatchScript decides many requests in one call (batch_args.lua, then
+	// batch_step.lua around Steps or batch.lua around Body). Register sets
+	// it.
 	BatchScript *sluice.Script
 	// ResetScript deletes the state of KEYS[1]; it takes the same
 	// arguments as Script with a cost of 0.
@@ -161,16 +177,23 @@ type Spec struct {
 
 var registry = map[string]*Spec{}
 
-// Register completes spec (its Script, from Body and Decide) and records
-// it under spec.Name, for scripts that combine algorithms (multilimit).
+// Register completes spec (its Body from Steps when they are given, its
+// Script from Body and Decide, its BatchScript) and records it under
+// spec.Name, for scripts that combine algorithms (multilimit).
 // Algorithm packages call it once, when they initialise; a second spec of
 // the same name panics, as that is a programming error.
 func Register(spec *Spec) *Spec {
 	if _, dup := registry[spec.Name]; dup {
 		panic("algorithm: algorithm " + spec.Name + " registered twice")
 	}
+	if spec.Steps != "" {
+		check, step := splitSteps(spec)
+		spec.Body = replaceLine(replaceLine(stepBodySource, "-- CHECK", check), "-- STEP", step)
+		spec.BatchScript = newStepBatchScript(spec, check, step)
+	} else {
+		spec.BatchScript = newBatchScript(spec)
+	}
 	spec.Script = NewScript(spec.Body, spec.Decide)
-	spec.BatchScript = newBatchScript(spec)
 	registry[spec.Name] = spec
 	return spec
 }

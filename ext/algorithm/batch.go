@@ -10,8 +10,17 @@ import (
 	"github.com/sluicehq/sluice/ext"
 )
 
+//go:embed batch_args.lua
+var batchArgsSource string
+
 //go:embed batch.lua
 var batchSource string
+
+//go:embed batch_step.lua
+var batchStepSource string
+
+//go:embed step_body.lua
+var stepBodySource string
 
 // MaxBatch is the most requests one batch script call decides.
 const MaxBatch = sluice.MaxBatch
@@ -20,7 +29,7 @@ const MaxBatch = sluice.MaxBatch
 // in place of its BODY_DIRECT and BODY_CACHED lines) paired with its Go
 // twin.
 func newBatchScript(spec *Spec) *sluice.Script {
-	source := lib + batchSource
+	source := lib + batchArgsSource + batchSource
 	for _, name := range []string{"body_direct", "body_cached"} {
 		source = replaceMarker(source, "-- "+strings.ToUpper(name)+":",
 			"local function "+name+"(key, rate, period_us, burst, cost, now, dry)\n"+spec.Body+"\nend\n")
@@ -28,6 +37,35 @@ func newBatchScript(spec *Spec) *sluice.Script {
 	return sluice.NewScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		return runBatch(tx, keys, args, spec.Decide)
 	})
+}
+
+// newStepBatchScript returns the batch script of an algorithm given as
+// steps (batch_step.lua with its check and step written in), paired with
+// its Go twin.
+func newStepBatchScript(spec *Spec, check, step string) *sluice.Script {
+	source := lib + batchArgsSource + replaceLine(replaceLine(batchStepSource, "-- CHECK", check), "-- STEP", step)
+	return sluice.NewScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+		return runBatch(tx, keys, args, spec.Decide)
+	})
+}
+
+// splitSteps returns spec.Steps's check and step, either side of its
+// "-- step" line.
+func splitSteps(spec *Spec) (check, step string) {
+	check, step, ok := strings.Cut(spec.Steps, "\n-- step\n")
+	if !ok || strings.Contains(step, "\n-- step\n") {
+		panic("algorithm: " + spec.Name + "'s Steps need exactly one line \"-- step\" between the check and the step")
+	}
+	return check, step
+}
+
+// replaceLine replaces the line that is exactly marker with text.
+func replaceLine(source, marker, text string) string {
+	before, after, ok := strings.Cut(source, "\n"+marker+"\n")
+	if !ok {
+		panic("algorithm: a script template has no " + marker + " line")
+	}
+	return before + "\n" + text + "\n" + after
 }
 
 // replaceMarker replaces the comment paragraph that starts with marker
@@ -55,32 +93,133 @@ const (
 	batchOOM // Redis over maxmemory refused the request's first write
 )
 
+// The batch's own error replies (batch_args.lua), as its Go twin returns
+// them.
 var (
-	errModelBatchKeys = ext.NewServerError("SLUICE_INVALID_KEY one key per request expected (1 to 256)")
-	errModelBatchArgs = ext.NewServerError("SLUICE_INVALID_LIMIT 4 arguments per request expected")
+	errModelBatchSize   = ext.NewServerError("SLUICE_INVALID_LIMIT a batch holds 1 to 256 requests")
+	errModelBatchShapes = ext.NewServerError("SLUICE_INVALID_LIMIT a batch holds 1 to m shapes")
+	errModelBatchKeys   = ext.NewServerError("SLUICE_INVALID_KEY a batch names 1 to m keys")
+	errModelBatchDupKey = ext.NewServerError("SLUICE_INVALID_KEY a batch names each key once")
+	errModelBatchArgs   = ext.NewServerError("SLUICE_INVALID_LIMIT 2 + 4 x shapes + requests arguments expected")
+	errModelBatchRef    = ext.NewServerError("SLUICE_INVALID_KEY a request names no key or shape")
 )
 
-// runBatch is batch.lua's Go twin.
-func runBatch(tx sluice.LocalTx, keys []string, args []int64, decide DecideFunc) ([]int64, error) {
-	if len(args) < 1 || args[0] < 1 || args[0] > MaxBatch || int64(len(keys)) != args[0] {
-		return nil, errModelBatchKeys
+// batchArgs are a batch's arguments (batch_args.lua): its distinct keys
+// and shapes, and each request's key and shape.
+type batchArgs struct {
+	keys   []string
+	shapes [][4]int64 // rate, period_us, burst, cost
+	reqs   [][2]int   // key index, shape index
+}
+
+// encodeBatch returns the keys and arguments of a batch of the requests
+// on the given state keys: each key and shape once, then one reference per
+// request.
+func encodeBatch(keys []string, shapes [][4]int64) ([]string, []int64) {
+	distinct := make([]string, 0, len(keys))
+	keyIndex := make(map[string]int, len(keys))
+	shapeIndex := make(map[[4]int64]int, 1)
+	var shapeArgs []int64
+	refs := make([]int64, len(keys))
+	for i, key := range keys {
+		k, ok := keyIndex[key]
+		if !ok {
+			k = len(distinct)
+			keyIndex[key] = k
+			distinct = append(distinct, key)
+		}
+		sh, ok := shapeIndex[shapes[i]]
+		if !ok {
+			sh = len(shapeIndex)
+			shapeIndex[shapes[i]] = sh
+			shapeArgs = append(shapeArgs, shapes[i][:]...)
+		}
+		refs[i] = int64(k)*256 + int64(sh)
+	}
+	if implicitRefs(len(keys), len(shapeIndex), len(distinct)) {
+		refs = nil
+	}
+	args := make([]int64, 0, 3+len(shapeArgs)+len(refs))
+	args = append(args, int64(len(keys)), int64(len(shapeIndex)))
+	args = append(append(args, shapeArgs...), refs...)
+	return distinct, args
+}
+
+// implicitRefs says whether a batch of m requests, s shapes and k keys
+// leaves its references out (batch_args.lua): one shape, and one key or
+// one key per request.
+func implicitRefs(m, s, k int) bool { return s == 1 && (k == 1 || k == m) }
+
+// parseBatchArgs is batch_args.lua's Go twin: the same checks, in the same
+// order, with tx's clock standing in for TIME.
+func parseBatchArgs(tx sluice.LocalTx, keys []string, args []int64) (batchArgs, int64, error) {
+	if len(args) < 1 || args[0] < 1 || args[0] > MaxBatch {
+		return batchArgs{}, 0, errModelBatchSize
 	}
 	m := int(args[0])
-	if len(args) != 1+4*m && len(args) != 2+4*m {
-		return nil, errModelBatchArgs
+	if len(args) < 2 || args[1] < 1 || args[1] > int64(m) {
+		return batchArgs{}, 0, errModelBatchShapes
+	}
+	s := int(args[1])
+	if len(keys) < 1 || len(keys) > m {
+		return batchArgs{}, 0, errModelBatchKeys
+	}
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if seen[k] {
+			return batchArgs{}, 0, errModelBatchDupKey
+		}
+		seen[k] = true
+	}
+	refs := 2 + 4*s
+	implicit := implicitRefs(m, s, len(keys))
+	nrefs := m
+	if implicit {
+		nrefs = 0
+	}
+	if len(args) != refs+nrefs && len(args) != refs+nrefs+1 {
+		return batchArgs{}, 0, errModelBatchArgs
 	}
 	now := tx.NowMicros()
-	if len(args) == 2+4*m {
-		now = args[1+4*m]
+	if len(args) == refs+nrefs+1 {
+		now = args[refs+nrefs]
 		if now < 0 || now > MaxNowMicros {
-			return nil, ErrModelInvalidNow
+			return batchArgs{}, 0, ErrModelInvalidNow
 		}
 	}
-	reply := make([]int64, 0, 4*m)
-	for i, key := range keys {
-		a := Args{Key: key, Rate: args[1+4*i], PeriodUs: args[2+4*i], Burst: args[3+4*i], Cost: args[4+4*i], Now: now}
+	b := batchArgs{keys: keys, reqs: make([][2]int, m)}
+	for i := range m {
+		if implicit {
+			if len(keys) > 1 {
+				b.reqs[i][0] = i
+			}
+			continue
+		}
+		r := args[refs+i]
+		if r < 0 || r/256 >= int64(len(keys)) || r%256 >= int64(s) {
+			return batchArgs{}, 0, errModelBatchRef
+		}
+		b.reqs[i] = [2]int{int(r / 256), int(r % 256)}
+	}
+	for j := range s {
+		b.shapes = append(b.shapes, [4]int64(args[2+4*j:6+4*j]))
+	}
+	return b, now, nil
+}
+
+// runBatch is the batch scripts' Go twin (batch_args.lua with batch.lua
+// or batch_step.lua): each request decided as the algorithm's own script
+// decides it.
+func runBatch(tx sluice.LocalTx, keys []string, args []int64, decide DecideFunc) ([]int64, error) {
+	b, now, err := parseBatchArgs(tx, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	reply := make([]int64, 0, 2*len(b.reqs))
+	for _, ref := range b.reqs {
+		key, shape := b.keys[ref[0]], b.shapes[ref[1]]
+		a := Args{Key: key, Rate: shape[0], PeriodUs: shape[1], Burst: shape[2], Cost: shape[3], Now: now}
 		var r []int64
-		var err error
 		switch {
 		case key == "":
 			err = ErrModelInvalidKey
@@ -93,12 +232,56 @@ func runBatch(tx sluice.LocalTx, keys []string, args []int64, decide DecideFunc)
 			r, err = decide(tx, a, false)
 		}
 		if err != nil {
-			reply = append(reply, -1, batchErrorCode(err), 0, 0)
+			reply = append(reply, -batchErrorCode(err))
 			continue
 		}
-		reply = append(reply, r...)
+		reply = appendCompact(reply, r)
 	}
 	return reply, nil
+}
+
+// appendCompact appends a decision reply {allowed, remaining,
+// retry_after_us, reset_after_us} in a batch's compact form
+// (batch_args.lua).
+func appendCompact(reply, r []int64) []int64 {
+	if r[2] != 0 {
+		return append(reply, r[1]*4+2+r[0], r[3], r[2])
+	}
+	return append(reply, r[1]*4+r[0], r[3])
+}
+
+// decodeBatch splits a batch's compact reply into m decision replies of
+// four values, or (for a rejected request) the code it failed with.
+func decodeBatch(reply []int64, m int) ([][4]int64, []int64, error) {
+	out, codes := make([][4]int64, m), make([]int64, m)
+	at := 0
+	for i := range m {
+		if at >= len(reply) {
+			return nil, nil, fmt.Errorf("%w: %d values for %d requests", sluice.ErrUnexpectedReply, len(reply), m)
+		}
+		head := reply[at]
+		if head < 0 {
+			codes[i] = -head
+			at++
+			continue
+		}
+		n := 2
+		if head&2 != 0 {
+			n = 3
+		}
+		if at+n > len(reply) {
+			return nil, nil, fmt.Errorf("%w: %d values for %d requests", sluice.ErrUnexpectedReply, len(reply), m)
+		}
+		out[i] = [4]int64{head & 1, head >> 2, 0, reply[at+1]}
+		if n == 3 {
+			out[i][2] = reply[at+2]
+		}
+		at += n
+	}
+	if at != len(reply) {
+		return nil, nil, fmt.Errorf("%w: %d values for %d requests", sluice.ErrUnexpectedReply, len(reply), m)
+	}
+	return out, codes, nil
 }
 
 // batchCodes pairs each batch error code with the server error code it
@@ -152,8 +335,7 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 		return nil, fmt.Errorf("%s: %w: a batch holds 1 to %d requests, got %d", l.spec.Name, sluice.ErrInvalidCost, MaxBatch, len(reqs))
 	}
 	keys := make([]string, len(reqs))
-	args := make([]int64, 1, 2+4*len(reqs))
-	args[0] = int64(len(reqs))
+	shapes := make([][4]int64, len(reqs))
 	for i, r := range reqs {
 		if err := l.check(r.Key, r.Limit); err != nil {
 			return nil, &sluice.RequestError{Index: i, Err: err}
@@ -162,27 +344,28 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 			return nil, &sluice.RequestError{Index: i, Err: err}
 		}
 		keys[i] = r.Key + l.spec.KeySuffix
-		args = append(args, r.Limit.Rate, r.Limit.PeriodMicros(), r.Limit.Burst, r.N)
+		shapes[i] = [4]int64{r.Limit.Rate, r.Limit.PeriodMicros(), r.Limit.Burst, r.N}
 	}
+	distinct, args := encodeBatch(keys, shapes)
 	args, err := l.appendNow(args)
 	if err != nil {
 		return nil, err
 	}
-	reply, err := l.store.Run(ctx, l.spec.BatchScript, keys, args)
+	reply, err := l.store.Run(ctx, l.spec.BatchScript, distinct, args)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", l.spec.Name, err)
 	}
-	if len(reply) != 4*len(reqs) {
-		return nil, fmt.Errorf("%s: %w: %d values for %d requests", l.spec.Name, sluice.ErrUnexpectedReply, len(reply), len(reqs))
+	decisions, codes, err := decodeBatch(reply, len(reqs))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", l.spec.Name, err)
 	}
 	results := make([]sluice.Result, len(reqs))
 	for i, r := range reqs {
-		one := reply[4*i : 4*i+4]
-		if one[0] == -1 {
-			results[i].Err = fmt.Errorf("request %d: %w", i, l.batchError(one[1]))
+		if codes[i] != 0 {
+			results[i].Err = fmt.Errorf("request %d: %w", i, l.batchError(codes[i]))
 			continue
 		}
-		results[i].Decision, results[i].Err = l.parseReply(one, r.Limit)
+		results[i].Decision, results[i].Err = l.parseReply(decisions[i][:], r.Limit)
 	}
 	return results, nil
 }

@@ -27,11 +27,14 @@ func TestBatchCacheRefusesWhatItCannotServe(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			script := newBatchScript(&Spec{Name: "probe", Body: body})
-			args := []int64{3, 10, 1_000_000, 10, 1, 10, 1_000_000, 10, 1, 10, 1_000_000, 10, 1}
-			reply, err := store.Run(context.Background(), script, []string{"{p}:rep", "{p}:rep", "{p}:once"}, args)
+			shape := [4]int64{10, 1_000_000, 10, 1}
+			keys, args := encodeBatch([]string{"{p}:rep", "{p}:rep", "{p}:once"}, [][4]int64{shape, shape, shape})
+			require.Equal(t, []string{"{p}:rep", "{p}:once"}, keys)
+			require.Equal(t, []int64{3, 1, 10, 1_000_000, 10, 1, 0, 0, 256}, args, "each key and shape once, a reference per request")
+			reply, err := store.Run(context.Background(), script, keys, args)
 			require.NoError(t, err)
-			require.Equal(t, []int64{-1, batchOther, 0, 0, -1, batchOther, 0, 0, 1, 0, 0, 0}, reply,
-				"the repeated key's requests fail, the single key's runs on redis")
+			require.Equal(t, []int64{-batchOther, -batchOther, 1, 0}, reply,
+				"the repeated key's requests fail, the single key's runs on redis (allowed, 0 remaining, reset 0)")
 		})
 	}
 }

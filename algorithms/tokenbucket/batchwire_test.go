@@ -1,0 +1,123 @@
+package tokenbucket_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	_ "github.com/sluicehq/sluice/algorithms/fixedwindow" // registers the spec looked up below
+	"github.com/sluicehq/sluice/ext"
+	"github.com/sluicehq/sluice/ext/algorithm"
+	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
+	"github.com/sluicehq/sluice/store/embedded"
+	"github.com/sluicehq/sluice/store/goredisstore"
+)
+
+// TestBatchWireAgreesOnEveryStore: raw calls of the batch scripts (the
+// token bucket's, built from its steps, and the fixed window's, built
+// around its body), well-formed or not, get the same reply or the same
+// error code from Redis, the embedded store and the Go twin (memstore):
+// each key and shape once, one reference per request, compact replies,
+// and the call refused before anything is decided when a reference,
+// the counts or a key list are wrong.
+func TestBatchWireAgreesOnEveryStore(t *testing.T) {
+	server := redistest.SharedRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	onRedis, err := goredisstore.New(client)
+	require.NoError(t, err)
+	emb, err := embedded.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = emb.Close() })
+	stores := map[string]sluice.Store{"redis": onRedis, "embedded": emb, "memstore": newMemStore(t)}
+
+	const now = 1_700_000_000_000_000
+	ok := []int64{10, 1_000_000, 10} // 10 a second, burst 10
+	type call struct {
+		name string
+		keys []string
+		args []int64
+		want []int64 // nil: an error, with wantCode
+		code string
+	}
+	shape := func(cost int64) []int64 { return append(append([]int64{}, ok...), cost) }
+	// args joins its parts into one argument list.
+	args := func(parts ...any) []int64 {
+		var out []int64
+		for _, p := range parts {
+			switch p := p.(type) {
+			case int:
+				out = append(out, int64(p))
+			case int64:
+				out = append(out, p)
+			case []int64:
+				out = append(out, p...)
+			}
+		}
+		return out
+	}
+	two := func(refs ...any) []int64 { return args(2, 2, shape(1), shape(2), args(refs...)) } // two shapes: references given
+	calls := []call{
+		{"hot key", []string{"a"}, args(3, 1, shape(4), now), nil, ""},
+		{"one key each", []string{"a", "b"}, args(2, 1, shape(3), now), nil, ""},
+		{"two keys two shapes", []string{"a", "b"}, args(3, 2, shape(1), shape(20), 0, 257, 1, now), nil, ""},
+		{"a bad shape fails its requests only", []string{"a"}, args(2, 2, 0, 1_000_000, 10, 1, shape(1), 0, 1, now), nil, ""},
+		{"a refund", []string{"a"}, args(1, 1, shape(-2), now), nil, ""},
+		{"an empty key fails its request", []string{""}, args(1, 1, shape(1), now), nil, ""},
+		{"no requests", []string{"a"}, args(0, 1), nil, ext.CodeInvalidLimit},
+		{"more shapes than requests", []string{"a"}, args(1, 2, shape(1), shape(1)), nil, ext.CodeInvalidLimit},
+		{"more keys than requests", []string{"a", "b"}, args(1, 1, shape(1), now), nil, ext.CodeInvalidKey},
+		{"a key twice", []string{"a", "a"}, args(2, 1, shape(1), now), nil, ext.CodeInvalidKey},
+		{"references where they are left out", []string{"a"}, args(2, 1, shape(1), 0, 0, now), nil, ext.CodeInvalidLimit},
+		{"a missing reference", []string{"a"}, two(0), nil, ext.CodeInvalidLimit},
+		{"a reference past the keys", []string{"a"}, two(0, 256, now), nil, ext.CodeInvalidKey},
+		{"a reference past the shapes", []string{"a"}, two(0, 2, now), nil, ext.CodeInvalidKey},
+		{"a negative reference", []string{"a"}, two(0, -1, now), nil, ext.CodeInvalidKey},
+		{"now out of range", []string{"a"}, args(1, 1, shape(1), -5), nil, ext.CodeInvalidLimit},
+	}
+	// Worked by hand for the token bucket (an interval of 100 ms, so a
+	// tolerance of 1 s): cost 4 three times leaves 6, then 2, then is
+	// denied 200 ms short; an invalid shape's request is code 1.
+	wantTokenBucket := map[string][]int64{
+		"hot key":                             {6*4 + 1, 400_000, 2*4 + 1, 800_000, 2*4 + 2 + 0, 800_000, 200_000},
+		"a bad shape fails its requests only": {-1, 9*4 + 1, 100_000},
+		"one key each":                        {7*4 + 1, 300_000, 7*4 + 1, 300_000},
+		"an empty key fails its request":      {-4},
+	}
+	for _, alg := range []string{"tokenbucket", "fixedwindow"} {
+		spec := algorithm.Registered(alg)
+		for _, c := range calls {
+			t.Run(alg+"/"+c.name, func(t *testing.T) {
+				var first []int64
+				for _, name := range []string{"redis", "embedded", "memstore"} {
+					tag := sluice.Key(sluicetest.UniqueKey(t))
+					keys := make([]string, len(c.keys))
+					for i, k := range c.keys {
+						if k != "" {
+							keys[i] = tag + ":" + k
+						}
+					}
+					reply, err := stores[name].Run(context.Background(), spec.BatchScript, keys, c.args)
+					if c.code != "" {
+						require.Error(t, err, name)
+						require.Equal(t, c.code, ext.ServerCode(err), "%s: %v", name, err)
+						continue
+					}
+					require.NoError(t, err, name)
+					if want, ok := wantTokenBucket[c.name]; ok && alg == "tokenbucket" {
+						require.Equal(t, want, reply, name)
+					}
+					if first == nil {
+						first = reply
+						continue
+					}
+					require.Equal(t, first, reply, "%s decides as redis does", name)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,125 @@
+-- Sluice batch arguments, read by both batch scripts (batch.lua for an
+-- algorithm's body, batch_step.lua for its step) before anything else:
+--
+-- KEYS[1..k]   the distinct state keys, 1 <= k <= m (on Redis Cluster, all
+--              in one slot)
+-- ARGV[1]      m, the requests, integer in [1, 256]
+-- ARGV[2]      s, the distinct shapes, integer in [1, m]; a shape is a
+--              request's rate, period_us, burst and cost
+-- ARGV[3..2+4s]        the shapes, four integers each, as prelude.lua's
+--                      ARGV[1..4]
+-- ARGV[3+4s..2+4s+m]   per request, in order: (key index - 1) x 256 +
+--                      (shape index - 1); left out when there is one shape
+--                      and one key, or one key per request (request i then
+--                      names key i), and only then
+-- ARGV[3+4s+m]         optional now_us (ARGV[3+4s] when the references are
+--                      left out); absent or "" reads the server clock
+--
+-- Limits, costs and keys are sent once however many requests share them,
+-- and a request costs one argument: parsing is per distinct value, not per
+-- request. A shape out of range fails its requests only (codes below);
+-- anything else here fails the call before anything is decided.
+--
+-- Reply, per request in order: -code when it was rejected before anything
+-- was written for it, else head = remaining x 4 + 2 x (retry_after_us ~=
+-- 0) + allowed, then reset_after_us, then retry_after_us when head says
+-- so. Codes: 1 SLUICE_INVALID_LIMIT, 2 SLUICE_INVALID_COST, 3
+-- SLUICE_COST_EXCEEDS_BURST, 4 SLUICE_INVALID_KEY, 5 SLUICE_INVALID_STATE
+-- or WRONGTYPE, 6 anything else, 7 OOM (Redis over maxmemory refused the
+-- request's first write). Keep in step with batch.go.
+
+-- error_code returns the batch code of an error (a reply table or text).
+-- The pairs are built on the way to a failure only: a table constructor
+-- per call would cost every batch.
+local function error_code(e)
+  local msg = type(e) == 'table' and e.err or tostring(e)
+  for _, c in ipairs({
+    {'SLUICE_INVALID_LIMIT', 1}, {'SLUICE_INVALID_COST', 2}, {'SLUICE_COST_EXCEEDS_BURST', 3},
+    {'SLUICE_INVALID_KEY', 4}, {'SLUICE_INVALID_STATE', 5}, {'WRONGTYPE', 5}, {'OOM', 7},
+  }) do
+    if string.find(msg, c[1], 1, true) then
+      return c[2]
+    end
+  end
+  return 6
+end
+
+local m = tonumber(ARGV[1])
+if not (m and m >= 1 and m <= 256 and m % 1 == 0) then
+  return redis.error_reply('SLUICE_INVALID_LIMIT a batch holds 1 to 256 requests')
+end
+local s = tonumber(ARGV[2])
+if not (s and s >= 1 and s <= m and s % 1 == 0) then
+  return redis.error_reply('SLUICE_INVALID_LIMIT a batch holds 1 to m shapes')
+end
+local nkeys = #KEYS
+if nkeys < 1 or nkeys > m then
+  return redis.error_reply('SLUICE_INVALID_KEY a batch names 1 to m keys')
+end
+if nkeys > 1 then
+  local seen = {}
+  for j = 1, nkeys do
+    local key = KEYS[j]
+    if seen[key] then
+      return redis.error_reply('SLUICE_INVALID_KEY a batch names each key once')
+    end
+    seen[key] = true
+  end
+end
+local refs = 2 + 4 * s
+local implicit = s == 1 and (nkeys == 1 or nkeys == m) -- the references are left out
+local nrefs = m
+if implicit then
+  nrefs = 0
+end
+if #ARGV ~= refs + nrefs and #ARGV ~= refs + nrefs + 1 then
+  return redis.error_reply('SLUICE_INVALID_LIMIT 2 + 4 x shapes + requests arguments expected')
+end
+local now = ARGV[refs + nrefs + 1]
+if now == nil or now == '' then
+  local t = redis.call('TIME')
+  now = t[1] * 1000000 + t[2] -- strings of digits, converted by the arithmetic
+else
+  now = tonumber(now)
+  if not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
+    return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
+  end
+end
+
+-- Every request's reference, checked before anything is decided; the
+-- scripts decode them again as they go (a reference is parsed only where
+-- it differs from the one before, and tables per request would cost more).
+if not implicit then
+  local last
+  for i = 1, m do
+    local r = ARGV[refs + i]
+    if r ~= last then
+      local v = tonumber(r)
+      if not (v and v >= 0 and v < 256 * nkeys and v % 1 == 0 and v % 256 < s) then
+        return redis.error_reply('SLUICE_INVALID_KEY a request names no key or shape')
+      end
+      last = r
+    end
+  end
+end
+
+-- read_shape returns shape j's rate, period_us, burst and cost, and the
+-- code its requests fail with (nil when it is in range), checked as the
+-- prelude checks a decision's arguments. Called once per run of requests
+-- of one shape.
+local function read_shape(j)
+  local b = 2 + 4 * (j - 1)
+  local rate, period_us, burst, cost = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  if not (period_us and period_us >= 1000 and period_us <= 31622400000000 and period_us % 1 == 0
+      and rate and rate >= 1 and rate <= period_us and rate <= 1e12 and rate % 1 == 0
+      and burst and burst >= 1 and burst <= 1e12 and burst % 1 == 0) then
+    return rate, period_us, burst, cost, 1
+  elseif not (cost and cost >= -1e12 and cost <= 1e12 and cost % 1 == 0) then
+    return rate, period_us, burst, cost, 2
+  end
+  return rate, period_us, burst, cost, nil
+end
+
+local reply, n = {}, 0
+
+-- End of batch arguments.
