@@ -81,8 +81,9 @@ func RunConformance(t *testing.T, newTier func(t *testing.T) Tier, algs ...Algor
 	}
 }
 
-// runBatch: random batches (1 to 8 requests over 3 keys, repeats
-// included, one limit for the batch or one per request, random costs) decide as the same requests made one
+// runBatch: random batches (1 to 8 requests, every tenth up to 256, over
+// three keys, one key or a key each, one limit for the batch or one per
+// request, random costs) decide as the same requests made one
 // by one at the same instant on twin keys; invalid batches are refused
 // before anything is sent.
 func runBatch(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) {
@@ -97,12 +98,24 @@ func runBatch(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) {
 		clock.Advance(time.Duration(rng.Int64N(int64(300*time.Millisecond))) - 10*time.Millisecond)
 		limit := alg.Limits[rng.IntN(len(alg.Limits))]
 		perRequest := rng.IntN(2) == 0
-		reqs := make([]sluice.Request, 1+rng.IntN(8))
+		size := 1 + rng.IntN(8)
+		if step%10 == 9 {
+			size = 1 + rng.IntN(sluice.MaxBatch) // more than one word of a batch's allowed bits
+		}
+		keys := rng.IntN(3) // 0: three keys, 1: one key, 2: a key each
+		reqs := make([]sluice.Request, size)
 		for i := range reqs {
 			if perRequest {
 				limit = alg.Limits[rng.IntN(len(alg.Limits))]
 			}
-			reqs[i] = sluice.Request{Key: sluice.Key(tag, "batch", strconv.Itoa(rng.IntN(3))), Limit: limit, N: rng.Int64N(alg.Capacity(limit) + 1)}
+			key := strconv.Itoa(rng.IntN(3))
+			switch keys {
+			case 1:
+				key = "0"
+			case 2:
+				key = strconv.Itoa(i)
+			}
+			reqs[i] = sluice.Request{Key: sluice.Key(tag, "batch", key), Limit: limit, N: rng.Int64N(alg.Capacity(limit) + 1)}
 		}
 		got, err := l.AllowBatch(t.Context(), reqs)
 		noError(t, err)

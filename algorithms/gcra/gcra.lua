@@ -16,9 +16,11 @@
 -- Keep in step with model.go.
 --
 -- Written as steps (ext/algorithm Spec.Steps): the check, on the limit and
--- the cost alone, then after "-- step" the decision on `state`, the stored
--- tat (false: no key; -1: not a number). The decision script and the batch
--- are built around them.
+-- the cost alone; after "-- state" the check of `state`, the stored tat
+-- (false: no key; -1: not a number); after "-- step" the decision on a
+-- state that passed, which fills in remaining and reset_after only when
+-- figures is set; after "-- ttl" the TTL of a state about to be written.
+-- The decision script and the batch are built around them.
 
 local TTL_MARGIN_MS = 1000
 
@@ -39,48 +41,51 @@ elseif cost < -burst then
   fail = 'SLUICE_INVALID_COST a refund cannot exceed burst'
 end
 local tolerance = burst * interval
--- step
+local need = interval -- what the request takes: a peek asks about one interval
+if cost > 1 then
+  need = cost * interval
+end
+local refund = cost * interval
+local consumes = cost > 0 and not dry
+local horizon = now + tolerance - need -- the latest tat at which the request conforms
+-- state
 if state and not (state >= 0 and state <= MAX_NOW_US + MAX_FILL_US and state % 1 == 0) then
   fail = 'SLUICE_INVALID_STATE key does not hold a GCRA state'
-else
+end
+-- step
+do
   local tat = now
   if state and state > now then
     tat = state
   end
   if cost < 0 then
-    tat = tat + cost * interval
+    tat = tat + refund
     if tat < now then
       tat = now
     end
     write = true
-  else
-    local new_tat = tat + interval
-    if cost > 1 then
-      new_tat = tat + cost * interval
-    end
-    if new_tat - now > tolerance then
-      allowed = 0
-      retry_after = new_tat - now - tolerance
-    elseif cost > 0 and not dry then
-      tat = new_tat
-      write = true
-    end
+  elseif tat > horizon then
+    allowed = 0
+    retry_after = tat - horizon
+  elseif consumes then
+    tat = tat + need
+    write = true
   end
-  local ahead = tat - now
   if write then
-    if ahead > 0 then
-      state = tat
-      ttl_ms = (ahead - ahead % 1000) / 1000 + TTL_MARGIN_MS
-      if ahead % 1000 ~= 0 then
-        ttl_ms = ttl_ms + 1 -- ceil(ahead / 1000) + TTL_MARGIN_MS
-      end
-    else
-      state = false
+    state = tat > now and tat -- false: nothing ahead, no key
+  end
+  if figures then
+    local ahead = tat - now
+    if ahead < tolerance then
+      local room = tolerance - ahead
+      remaining = (room - room % interval) / interval
     end
+    reset_after = ahead
   end
-  if ahead < tolerance then
-    local room = tolerance - ahead
-    remaining = (room - room % interval) / interval
-  end
-  reset_after = ahead
+end
+-- ttl
+local ttl_left = state - now -- the state about to be written, > now
+ttl_ms = (ttl_left - ttl_left % 1000) / 1000 + TTL_MARGIN_MS
+if ttl_left % 1000 ~= 0 then
+  ttl_ms = ttl_ms + 1 -- ceil(ttl_left / 1000) + TTL_MARGIN_MS
 end

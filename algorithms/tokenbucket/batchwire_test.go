@@ -21,9 +21,9 @@ import (
 // token bucket's, built from its steps, and the fixed window's, built
 // around its body), well-formed or not, get the same reply or the same
 // error code from Redis, the embedded store and the Go twin (memstore):
-// each key and shape once, one reference per request, compact replies,
-// and the call refused before anything is decided when a reference,
-// the counts or a key list are wrong.
+// each key and shape once, one reference per request, and the call
+// refused before anything is decided when a reference, the counts or a
+// key list are wrong.
 func TestBatchWireAgreesOnEveryStore(t *testing.T) {
 	server := redistest.SharedRedis(t)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
@@ -60,33 +60,44 @@ func TestBatchWireAgreesOnEveryStore(t *testing.T) {
 		}
 		return out
 	}
-	two := func(refs ...any) []int64 { return args(2, 2, shape(1), shape(2), args(refs...)) } // two shapes: references given
+	two := func(refs ...any) []int64 { return args(2*512+2, shape(1), shape(2), args(refs...)) } // two shapes: references given
+	var alternating []any                                                                        // 60 requests over two keys and two shapes
+	for i := range 60 {
+		alternating = append(alternating, (i%2)*256+(i/2)%2)
+	}
 	calls := []call{
-		{"hot key", []string{"a"}, args(3, 1, shape(4), now), nil, ""},
-		{"one key each", []string{"a", "b"}, args(2, 1, shape(3), now), nil, ""},
-		{"two keys two shapes", []string{"a", "b"}, args(3, 2, shape(1), shape(20), 0, 257, 1, now), nil, ""},
-		{"a bad shape fails its requests only", []string{"a"}, args(2, 2, 0, 1_000_000, 10, 1, shape(1), 0, 1, now), nil, ""},
-		{"a refund", []string{"a"}, args(1, 1, shape(-2), now), nil, ""},
-		{"an empty key fails its request", []string{""}, args(1, 1, shape(1), now), nil, ""},
-		{"no requests", []string{"a"}, args(0, 1), nil, ext.CodeInvalidLimit},
-		{"more shapes than requests", []string{"a"}, args(1, 2, shape(1), shape(1)), nil, ext.CodeInvalidLimit},
-		{"more keys than requests", []string{"a", "b"}, args(1, 1, shape(1), now), nil, ext.CodeInvalidKey},
-		{"a key twice", []string{"a", "a"}, args(2, 1, shape(1), now), nil, ext.CodeInvalidKey},
-		{"references where they are left out", []string{"a"}, args(2, 1, shape(1), 0, 0, now), nil, ext.CodeInvalidLimit},
+		{"120 requests on one key", []string{"a"}, args(120*512+1, shape(1), now), nil, ""},
+		{"60 requests on two keys and two shapes", []string{"a", "b"}, args(60*512+2, shape(1), shape(2), args(alternating...), now), nil, ""},
+		{"hot key", []string{"a"}, args(3*512+1, shape(4), now), nil, ""},
+		{"one key each", []string{"a", "b"}, args(2*512+1, shape(3), now), nil, ""},
+		{"two keys two shapes", []string{"a", "b"}, args(3*512+2, shape(1), shape(20), 0, 257, 1, now), nil, ""},
+		{"a bad shape fails its requests only", []string{"a"}, args(2*512+2, 0, 1_000_000, 10, 1, shape(1), 0, 1, now), nil, ""},
+		{"a refund", []string{"a"}, args(1*512+1, shape(-2), now), nil, ""},
+		{"an empty key fails its request", []string{""}, args(1*512+1, shape(1), now), nil, ""},
+		{"no requests", []string{"a"}, args(0*512 + 1), nil, ext.CodeInvalidLimit},
+		{"no shapes", []string{"a"}, args(1*512+0, now), nil, ext.CodeInvalidLimit},
+		{"a negative header", []string{"a"}, args(-(1*512 + 1), shape(1), now), nil, ext.CodeInvalidLimit},
+		{"more shapes than requests", []string{"a"}, args(1*512+2, shape(1), shape(1)), nil, ext.CodeInvalidLimit},
+		{"more keys than requests", []string{"a", "b"}, args(1*512+1, shape(1), now), nil, ext.CodeInvalidKey},
+		{"a key twice", []string{"a", "a"}, args(2*512+1, shape(1), now), nil, ext.CodeInvalidKey},
+		{"references where they are left out", []string{"a"}, args(2*512+1, shape(1), 0, 0, now), nil, ext.CodeInvalidLimit},
 		{"a missing reference", []string{"a"}, two(0), nil, ext.CodeInvalidLimit},
 		{"a reference past the keys", []string{"a"}, two(0, 256, now), nil, ext.CodeInvalidKey},
 		{"a reference past the shapes", []string{"a"}, two(0, 2, now), nil, ext.CodeInvalidKey},
 		{"a negative reference", []string{"a"}, two(0, -1, now), nil, ext.CodeInvalidKey},
-		{"now out of range", []string{"a"}, args(1, 1, shape(1), -5), nil, ext.CodeInvalidLimit},
+		{"now out of range", []string{"a"}, args(1*512+1, shape(1), -5), nil, ext.CodeInvalidLimit},
 	}
-	// Worked by hand for the token bucket (an interval of 100 ms, so a
-	// tolerance of 1 s): cost 4 three times leaves 6, then 2, then is
-	// denied 200 ms short; an invalid shape's request is code 1.
+	// Worked by hand for the token bucket, whose batch replies with the
+	// instant, each key's state (-1: none) and the allowed bits: an
+	// interval of 100 ms, so a tolerance of 1 s, and cost 4 three times
+	// is allowed twice (bits 0b011); an invalid shape's request is not
+	// allowed, the next is (0b10).
 	wantTokenBucket := map[string][]int64{
-		"hot key":                             {6*4 + 1, 400_000, 2*4 + 1, 800_000, 2*4 + 2 + 0, 800_000, 200_000},
-		"a bad shape fails its requests only": {-1, 9*4 + 1, 100_000},
-		"one key each":                        {7*4 + 1, 300_000, 7*4 + 1, 300_000},
-		"an empty key fails its request":      {-4},
+		"hot key":                             {now, -1, 0b011},
+		"120 requests on one key":             {now, -1, 1<<10 - 1, 0, 0}, // three words of 50 bits
+		"a bad shape fails its requests only": {now, -1, 0b10},
+		"one key each":                        {now, -1, -1, 0b11},
+		"an empty key fails its request":      {now, -1, 0},
 	}
 	for _, alg := range []string{"tokenbucket", "fixedwindow"} {
 		spec := algorithm.Registered(alg)

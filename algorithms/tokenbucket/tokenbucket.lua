@@ -20,9 +20,11 @@
 -- SLUICE_INVALID_STATE.
 --
 -- Written as steps (ext/algorithm Spec.Steps): the check, on the limit and
--- the cost alone, then after "-- step" the decision on `state`, the stored
--- tat (false: no key; -1: not a number). The decision script and the batch
--- are built around them.
+-- the cost alone; after "-- state" the check of `state`, the stored tat
+-- (false: no key; -1: not a number); after "-- step" the decision on a
+-- state that passed, which fills in remaining and reset_after only when
+-- figures is set; after "-- ttl" the TTL of a state about to be written.
+-- The decision script and the batch are built around them.
 
 local TTL_MARGIN_MS = 1000
 
@@ -43,47 +45,50 @@ elseif cost < -burst then
   fail = 'SLUICE_INVALID_COST a refund cannot exceed burst'
 end
 local tolerance = burst * interval -- microseconds to refill an empty bucket
--- step
+local need = interval -- what the request takes: a peek asks about one token
+if cost > 1 then
+  need = cost * interval
+end
+local refund = cost * interval
+local consumes = cost > 0 and not dry
+local most = tolerance - need -- the largest deficit at which the request is allowed
+-- state
 if state and not (state >= 0 and state <= MAX_NOW_US + MAX_FILL_US and state % 1 == 0) then
   fail = 'SLUICE_INVALID_STATE key does not hold a token bucket'
-else
+end
+-- step
+do
   local deficit = 0
   if state and state > now then
     deficit = state - now
   end
   if cost < 0 then
-    deficit = deficit + cost * interval
+    deficit = deficit + refund
     if deficit < 0 then
       deficit = 0
     end
     write = true
-  else
-    local after = deficit + interval
-    if cost > 1 then
-      after = deficit + cost * interval
-    end
-    if after > tolerance then
-      allowed = 0
-      retry_after = after - tolerance
-    elseif cost > 0 and not dry then
-      deficit = after
-      write = true
-    end
+  elseif deficit > most then
+    allowed = 0
+    retry_after = deficit - most
+  elseif consumes then
+    deficit = deficit + need
+    write = true
   end
   if write then
-    if deficit > 0 then
-      state = now + deficit
-      ttl_ms = (deficit - deficit % 1000) / 1000 + TTL_MARGIN_MS
-      if deficit % 1000 ~= 0 then
-        ttl_ms = ttl_ms + 1 -- ceil(deficit / 1000) + TTL_MARGIN_MS
-      end
-    else
-      state = false
+    state = deficit > 0 and now + deficit -- false: a full bucket, no key
+  end
+  if figures then
+    if deficit < tolerance then
+      local room = tolerance - deficit
+      remaining = (room - room % interval) / interval
     end
+    reset_after = deficit
   end
-  if deficit < tolerance then
-    local room = tolerance - deficit
-    remaining = (room - room % interval) / interval
-  end
-  reset_after = deficit
+end
+-- ttl
+local ttl_left = state - now -- the state about to be written, > now
+ttl_ms = (ttl_left - ttl_left % 1000) / 1000 + TTL_MARGIN_MS
+if ttl_left % 1000 ~= 0 then
+  ttl_ms = ttl_ms + 1 -- ceil(ttl_left / 1000) + TTL_MARGIN_MS
 end

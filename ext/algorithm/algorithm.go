@@ -136,17 +136,21 @@ type Spec struct {
 	// An algorithm whose state is one integer may give Steps instead.
 	Body string
 	// Steps, given instead of Body by an algorithm whose state is one
-	// integer, is its decision in two parts, with a line "-- step" between
-	// them. The check reads the prelude's locals (not the state) and sets
-	// the local fail to an error reply's text when the request cannot be
-	// decided. The step then reads state (the stored integer; false when
-	// the key is missing, -1 when it holds something that is not a number)
-	// and now, honours dry, and sets allowed, remaining, retry_after,
-	// reset_after (as a body's reply) or fail; to write, it sets write, the
-	// new state (false: delete the key) and ttl_ms. Neither part calls
-	// Redis or returns. Register builds Body from them (step_body.lua), and
-	// a batch (batch_step.lua) that reads each key once and decides all
-	// its requests in memory.
+	// integer, is its decision in four parts, with the lines "-- state",
+	// "-- step" and "-- ttl" between them. The check reads the prelude's
+	// locals and sets the local fail to an error reply's text when the
+	// request cannot be decided. The state part reads only state (the
+	// stored integer; false when the key is missing, -1 when it holds
+	// something that is not a number) and sets fail when it is not one of
+	// the algorithm's. The step, which cannot fail, then reads the state
+	// and now, honours dry, and sets allowed (0 or 1) and retry_after, remaining and reset_after (these
+	// two only when figures is true: a batch leaves them to Decide); to
+	// write, it sets write and the new state (false: delete the key). The
+	// ttl part sets ttl_ms for a state about to be written. None of them
+	// calls Redis or returns. Register builds Body from them
+	// (step_body.lua), and a batch (batch_step.lua) that reads each key
+	// once and decides all its requests in memory; Decide must then use
+	// only Get, Set and Del of its key.
 	Steps string
 	// Decide is Body's Go twin.
 	Decide DecideFunc
@@ -187,9 +191,9 @@ func Register(spec *Spec) *Spec {
 		panic("algorithm: algorithm " + spec.Name + " registered twice")
 	}
 	if spec.Steps != "" {
-		check, step := splitSteps(spec)
-		spec.Body = replaceLine(replaceLine(stepBodySource, "-- CHECK", check), "-- STEP", step)
-		spec.BatchScript = newStepBatchScript(spec, check, step)
+		check, state, step, ttl := splitSteps(spec)
+		spec.Body = fillSteps(stepBodySource, check, state, step, ttl)
+		spec.BatchScript = newStepBatchScript(spec, check, state, step, ttl)
 	} else {
 		spec.BatchScript = newBatchScript(spec)
 	}

@@ -40,32 +40,42 @@ func newBatchScript(spec *Spec) *sluice.Script {
 }
 
 // newStepBatchScript returns the batch script of an algorithm given as
-// steps (batch_step.lua with its check and step written in), paired with
-// its Go twin.
-func newStepBatchScript(spec *Spec, check, step string) *sluice.Script {
-	source := lib + batchArgsSource + replaceLine(replaceLine(batchStepSource, "-- CHECK", check), "-- STEP", step)
+// steps (batch_step.lua with its four parts written in), paired
+// with its Go twin.
+func newStepBatchScript(spec *Spec, check, state, step, ttl string) *sluice.Script {
+	// The bounds of lib.lua without int_arg, which it does not use: a
+	// closure made per call is a cost.
+	bounds, _, _ := strings.Cut(lib, "-- int_arg returns")
+	source := bounds + batchArgsSource + fillSteps(batchStepSource, check, state, step, ttl)
 	return sluice.NewScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
-		return runBatch(tx, keys, args, spec.Decide)
+		return runStepBatch(tx, keys, args, spec.Decide)
 	})
 }
 
-// splitSteps returns spec.Steps's check and step, either side of its
-// "-- step" line.
-func splitSteps(spec *Spec) (check, step string) {
-	check, step, ok := strings.Cut(spec.Steps, "\n-- step\n")
-	if !ok || strings.Contains(step, "\n-- step\n") {
-		panic("algorithm: " + spec.Name + "'s Steps need exactly one line \"-- step\" between the check and the step")
+// splitSteps returns spec.Steps's check, state check, step and ttl,
+// between its "-- state", "-- step" and "-- ttl" lines.
+func splitSteps(spec *Spec) (check, state, step, ttl string) {
+	parts := []string{spec.Steps}
+	for _, marker := range []string{"\n-- state\n", "\n-- step\n", "\n-- ttl\n"} {
+		before, after, ok := strings.Cut(parts[len(parts)-1], marker)
+		if !ok || strings.Contains(after, marker) {
+			panic("algorithm: " + spec.Name + "'s Steps need the lines \"-- state\", \"-- step\" and \"-- ttl\", once each and in that order")
+		}
+		parts = append(parts[:len(parts)-1], before, after)
 	}
-	return check, step
+	return parts[0], parts[1], parts[2], parts[3]
 }
 
-// replaceLine replaces the line that is exactly marker with text.
-func replaceLine(source, marker, text string) string {
-	before, after, ok := strings.Cut(source, "\n"+marker+"\n")
-	if !ok {
-		panic("algorithm: a script template has no " + marker + " line")
+// fillSteps writes the four parts in place of a template's "-- CHECK",
+// "-- STATE", "-- STEP" and "-- TTL" lines (every one of them).
+func fillSteps(template, check, state, step, ttl string) string {
+	for _, r := range []struct{ marker, text string }{{"-- CHECK", check}, {"-- STATE", state}, {"-- STEP", step}, {"-- TTL", ttl}} {
+		if !strings.Contains(template, "\n"+r.marker+"\n") {
+			panic("algorithm: a script template has no " + r.marker + " line")
+		}
+		template = strings.ReplaceAll(template, "\n"+r.marker+"\n", "\n"+r.text+"\n")
 	}
-	return before + "\n" + text + "\n" + after
+	return template
 }
 
 // replaceMarker replaces the comment paragraph that starts with marker
@@ -100,7 +110,7 @@ var (
 	errModelBatchShapes = ext.NewServerError("SLUICE_INVALID_LIMIT a batch holds 1 to m shapes")
 	errModelBatchKeys   = ext.NewServerError("SLUICE_INVALID_KEY a batch names 1 to m keys")
 	errModelBatchDupKey = ext.NewServerError("SLUICE_INVALID_KEY a batch names each key once")
-	errModelBatchArgs   = ext.NewServerError("SLUICE_INVALID_LIMIT 2 + 4 x shapes + requests arguments expected")
+	errModelBatchArgs   = ext.NewServerError("SLUICE_INVALID_LIMIT 1 + 4 x shapes + requests arguments expected")
 	errModelBatchRef    = ext.NewServerError("SLUICE_INVALID_KEY a request names no key or shape")
 )
 
@@ -116,11 +126,19 @@ type batchArgs struct {
 // on the given state keys: each key and shape once, then one reference per
 // request.
 func encodeBatch(keys []string, shapes [][4]int64) ([]string, []int64) {
+	distinct, args, _ := encodeBatchKeys(keys, shapes)
+	return distinct, args
+}
+
+// encodeBatchKeys is encodeBatch that also returns each request's index
+// in the distinct keys.
+func encodeBatchKeys(keys []string, shapes [][4]int64) ([]string, []int64, []int) {
 	distinct := make([]string, 0, len(keys))
 	keyIndex := make(map[string]int, len(keys))
 	shapeIndex := make(map[[4]int64]int, 1)
 	var shapeArgs []int64
 	refs := make([]int64, len(keys))
+	keyOf := make([]int, len(keys))
 	for i, key := range keys {
 		k, ok := keyIndex[key]
 		if !ok {
@@ -128,6 +146,7 @@ func encodeBatch(keys []string, shapes [][4]int64) ([]string, []int64) {
 			keyIndex[key] = k
 			distinct = append(distinct, key)
 		}
+		keyOf[i] = k
 		sh, ok := shapeIndex[shapes[i]]
 		if !ok {
 			sh = len(shapeIndex)
@@ -139,10 +158,10 @@ func encodeBatch(keys []string, shapes [][4]int64) ([]string, []int64) {
 	if implicitRefs(len(keys), len(shapeIndex), len(distinct)) {
 		refs = nil
 	}
-	args := make([]int64, 0, 3+len(shapeArgs)+len(refs))
-	args = append(args, int64(len(keys)), int64(len(shapeIndex)))
+	args := make([]int64, 0, 2+len(shapeArgs)+len(refs))
+	args = append(args, int64(len(keys))*512+int64(len(shapeIndex)))
 	args = append(append(args, shapeArgs...), refs...)
-	return distinct, args
+	return distinct, args, keyOf
 }
 
 // implicitRefs says whether a batch of m requests, s shapes and k keys
@@ -153,14 +172,13 @@ func implicitRefs(m, s, k int) bool { return s == 1 && (k == 1 || k == m) }
 // parseBatchArgs is batch_args.lua's Go twin: the same checks, in the same
 // order, with tx's clock standing in for TIME.
 func parseBatchArgs(tx sluice.LocalTx, keys []string, args []int64) (batchArgs, int64, error) {
-	if len(args) < 1 || args[0] < 1 || args[0] > MaxBatch {
+	if len(args) < 1 || args[0] < 0 || args[0]/512 < 1 || args[0]/512 > MaxBatch {
 		return batchArgs{}, 0, errModelBatchSize
 	}
-	m := int(args[0])
-	if len(args) < 2 || args[1] < 1 || args[1] > int64(m) {
+	m, s := int(args[0]/512), int(args[0]%512)
+	if s < 1 || s > m {
 		return batchArgs{}, 0, errModelBatchShapes
 	}
-	s := int(args[1])
 	if len(keys) < 1 || len(keys) > m {
 		return batchArgs{}, 0, errModelBatchKeys
 	}
@@ -171,7 +189,7 @@ func parseBatchArgs(tx sluice.LocalTx, keys []string, args []int64) (batchArgs, 
 		}
 		seen[k] = true
 	}
-	refs := 2 + 4*s
+	refs := 1 + 4*s
 	implicit := implicitRefs(m, s, len(keys))
 	nrefs := m
 	if implicit {
@@ -202,7 +220,7 @@ func parseBatchArgs(tx sluice.LocalTx, keys []string, args []int64) (batchArgs, 
 		b.reqs[i] = [2]int{int(r / 256), int(r % 256)}
 	}
 	for j := range s {
-		b.shapes = append(b.shapes, [4]int64(args[2+4*j:6+4*j]))
+		b.shapes = append(b.shapes, [4]int64(args[1+4*j:5+4*j]))
 	}
 	return b, now, nil
 }
@@ -346,7 +364,7 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 		keys[i] = r.Key + l.spec.KeySuffix
 		shapes[i] = [4]int64{r.Limit.Rate, r.Limit.PeriodMicros(), r.Limit.Burst, r.N}
 	}
-	distinct, args := encodeBatch(keys, shapes)
+	distinct, args, keyOf := encodeBatchKeys(keys, shapes)
 	args, err := l.appendNow(args)
 	if err != nil {
 		return nil, err
@@ -354,6 +372,13 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 	reply, err := l.store.Run(ctx, l.spec.BatchScript, distinct, args)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", l.spec.Name, err)
+	}
+	if l.spec.Steps != "" {
+		results, err := l.replayBatch(reqs, distinct, keyOf, reply)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.spec.Name, err)
+		}
+		return results, nil
 	}
 	decisions, codes, err := decodeBatch(reply, len(reqs))
 	if err != nil {

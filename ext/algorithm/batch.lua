@@ -77,6 +77,39 @@ local redis = setmetatable({
 
 -- BODY_CACHED: local function body_cached(key, rate, period_us, burst, cost, now, dry) ... end
 
+-- error_code returns the batch code of an error (a reply table or text).
+-- The pairs are built on the way to a failure only: a table constructor
+-- per call would cost every batch.
+local function error_code(e)
+  local msg = type(e) == 'table' and e.err or tostring(e)
+  for _, c in ipairs({
+    {'SLUICE_INVALID_LIMIT', 1}, {'SLUICE_INVALID_COST', 2}, {'SLUICE_COST_EXCEEDS_BURST', 3},
+    {'SLUICE_INVALID_KEY', 4}, {'SLUICE_INVALID_STATE', 5}, {'WRONGTYPE', 5}, {'OOM', 7},
+  }) do
+    if string.find(msg, c[1], 1, true) then
+      return c[2]
+    end
+  end
+  return 6
+end
+
+-- read_shape returns shape j's rate, period_us, burst and cost, and the
+-- code its requests fail with (nil when it is in range), checked as the
+-- prelude checks a decision's arguments. Called once per run of requests
+-- of one shape.
+local function read_shape(j)
+  local b = 1 + 4 * (j - 1)
+  local rate, period_us, burst, cost = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  if not (period_us and period_us >= 1000 and period_us <= 31622400000000 and period_us % 1 == 0
+      and rate and rate >= 1 and rate <= period_us and rate <= 1e12 and rate % 1 == 0
+      and burst and burst >= 1 and burst <= 1e12 and burst % 1 == 0) then
+    return rate, period_us, burst, cost, 1
+  elseif not (cost and cost >= -1e12 and cost <= 1e12 and cost % 1 == 0) then
+    return rate, period_us, burst, cost, 2
+  end
+  return rate, period_us, burst, cost, nil
+end
+
 local uses = {} -- key index -> requests on it
 if implicit then
   uses[1] = m / nkeys -- one key for all, or one each

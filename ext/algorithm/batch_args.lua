@@ -3,16 +3,16 @@
 --
 -- KEYS[1..k]   the distinct state keys, 1 <= k <= m (on Redis Cluster, all
 --              in one slot)
--- ARGV[1]      m, the requests, integer in [1, 256]
--- ARGV[2]      s, the distinct shapes, integer in [1, m]; a shape is a
---              request's rate, period_us, burst and cost
--- ARGV[3..2+4s]        the shapes, four integers each, as prelude.lua's
+-- ARGV[1]      m x 512 + s: m the requests, integer in [1, 256], and s
+--              the distinct shapes, in [1, m]; a shape is a request's rate,
+--              period_us, burst and cost (one number: one parse)
+-- ARGV[2..1+4s]        the shapes, four integers each, as prelude.lua's
 --                      ARGV[1..4]
--- ARGV[3+4s..2+4s+m]   per request, in order: (key index - 1) x 256 +
+-- ARGV[2+4s..1+4s+m]   per request, in order: (key index - 1) x 256 +
 --                      (shape index - 1); left out when there is one shape
 --                      and one key, or one key per request (request i then
 --                      names key i), and only then
--- ARGV[3+4s+m]         optional now_us (ARGV[3+4s] when the references are
+-- ARGV[2+4s+m]         optional now_us (ARGV[2+4s] when the references are
 --                      left out); absent or "" reads the server clock
 --
 -- Limits, costs and keys are sent once however many requests share them,
@@ -28,28 +28,16 @@
 -- or WRONGTYPE, 6 anything else, 7 OOM (Redis over maxmemory refused the
 -- request's first write). Keep in step with batch.go.
 
--- error_code returns the batch code of an error (a reply table or text).
--- The pairs are built on the way to a failure only: a table constructor
--- per call would cost every batch.
-local function error_code(e)
-  local msg = type(e) == 'table' and e.err or tostring(e)
-  for _, c in ipairs({
-    {'SLUICE_INVALID_LIMIT', 1}, {'SLUICE_INVALID_COST', 2}, {'SLUICE_COST_EXCEEDS_BURST', 3},
-    {'SLUICE_INVALID_KEY', 4}, {'SLUICE_INVALID_STATE', 5}, {'WRONGTYPE', 5}, {'OOM', 7},
-  }) do
-    if string.find(msg, c[1], 1, true) then
-      return c[2]
-    end
-  end
-  return 6
-end
-
 local m = tonumber(ARGV[1])
+local s = 0
+if m and m >= 0 and m % 1 == 0 then
+  s = m % 512
+  m = (m - s) / 512
+end
 if not (m and m >= 1 and m <= 256 and m % 1 == 0) then
   return redis.error_reply('SLUICE_INVALID_LIMIT a batch holds 1 to 256 requests')
 end
-local s = tonumber(ARGV[2])
-if not (s and s >= 1 and s <= m and s % 1 == 0) then
+if not (s >= 1 and s <= m) then
   return redis.error_reply('SLUICE_INVALID_LIMIT a batch holds 1 to m shapes')
 end
 local nkeys = #KEYS
@@ -66,14 +54,14 @@ if nkeys > 1 then
     seen[key] = true
   end
 end
-local refs = 2 + 4 * s
+local refs = 1 + 4 * s
 local implicit = s == 1 and (nkeys == 1 or nkeys == m) -- the references are left out
 local nrefs = m
 if implicit then
   nrefs = 0
 end
 if #ARGV ~= refs + nrefs and #ARGV ~= refs + nrefs + 1 then
-  return redis.error_reply('SLUICE_INVALID_LIMIT 2 + 4 x shapes + requests arguments expected')
+  return redis.error_reply('SLUICE_INVALID_LIMIT 1 + 4 x shapes + requests arguments expected')
 end
 local now = ARGV[refs + nrefs + 1]
 if now == nil or now == '' then
@@ -101,23 +89,6 @@ if not implicit then
       last = r
     end
   end
-end
-
--- read_shape returns shape j's rate, period_us, burst and cost, and the
--- code its requests fail with (nil when it is in range), checked as the
--- prelude checks a decision's arguments. Called once per run of requests
--- of one shape.
-local function read_shape(j)
-  local b = 2 + 4 * (j - 1)
-  local rate, period_us, burst, cost = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
-  if not (period_us and period_us >= 1000 and period_us <= 31622400000000 and period_us % 1 == 0
-      and rate and rate >= 1 and rate <= period_us and rate <= 1e12 and rate % 1 == 0
-      and burst and burst >= 1 and burst <= 1e12 and burst % 1 == 0) then
-    return rate, period_us, burst, cost, 1
-  elseif not (cost and cost >= -1e12 and cost <= 1e12 and cost % 1 == 0) then
-    return rate, period_us, burst, cost, 2
-  end
-  return rate, period_us, burst, cost, nil
 end
 
 local reply, n = {}, 0

@@ -3,6 +3,7 @@ package algorithm
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -30,7 +31,7 @@ func TestBatchCacheRefusesWhatItCannotServe(t *testing.T) {
 			shape := [4]int64{10, 1_000_000, 10, 1}
 			keys, args := encodeBatch([]string{"{p}:rep", "{p}:rep", "{p}:once"}, [][4]int64{shape, shape, shape})
 			require.Equal(t, []string{"{p}:rep", "{p}:once"}, keys)
-			require.Equal(t, []int64{3, 1, 10, 1_000_000, 10, 1, 0, 0, 256}, args, "each key and shape once, a reference per request")
+			require.Equal(t, []int64{3*512 + 1, 10, 1_000_000, 10, 1, 0, 0, 256}, args, "each key and shape once, a reference per request")
 			reply, err := store.Run(context.Background(), script, keys, args)
 			require.NoError(t, err)
 			require.Equal(t, []int64{-batchOther, -batchOther, 1, 0}, reply,
@@ -61,4 +62,46 @@ func TestBatchErrorCodes(t *testing.T) {
 		require.ErrorIs(t, l.batchError(c.code), c.sentinel, c.message)
 	}
 	require.ErrorIs(t, l.batchError(batchCostExceedsBurst), sluice.ErrInvalidCost, "as AllowN's error does")
+}
+
+// A step batch's figures come from the Go twin, replayed from the states
+// the script read; where the twin's allowed is not the script's for a
+// request, AllowBatch fails with ErrUnexpectedReply rather than answer
+// with the twin's word. Here the script denies everything and the twin
+// allows everything; with an honest twin the same batch is decided.
+func TestStepBatchRefusesATwinThatDisagrees(t *testing.T) {
+	store, err := embedded.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	newSpec := func(twinAllows int64) *Spec {
+		spec := &Spec{
+			Name:           "liar",
+			Steps:          "local unused = 1\n-- state\nlocal unused_too = 1\n-- step\nallowed = 0\n-- ttl\nttl_ms = 1000\n",
+			Capacity:       func(l sluice.Limit) int64 { return l.Burst },
+			MaxReplyMicros: time.Hour.Microseconds(),
+			Decide: func(sluice.LocalTx, Args, bool) ([]int64, error) {
+				return []int64{twinAllows, 0, (1 - twinAllows) * 1000, 0}, nil // a denial says when to retry
+			},
+		}
+		check, state, step, ttl := splitSteps(spec)
+		spec.Body = fillSteps(stepBodySource, check, state, step, ttl)
+		spec.Script = NewScript(spec.Body, spec.Decide)
+		spec.BatchScript = newStepBatchScript(spec, check, state, step, ttl)
+		return spec
+	}
+	reqs := []sluice.Request{{Key: "{s}:a", Limit: sluice.PerSecond(5), N: 1}, {Key: "{s}:a", Limit: sluice.PerSecond(5), N: 1}}
+	liar, err := New(newSpec(1), store)
+	require.NoError(t, err)
+	_, err = liar.AllowBatch(context.Background(), reqs)
+	require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
+	require.ErrorContains(t, err, "disagree")
+
+	honest, err := New(newSpec(0), store)
+	require.NoError(t, err)
+	results, err := honest.AllowBatch(context.Background(), reqs)
+	require.NoError(t, err)
+	for _, r := range results {
+		require.NoError(t, r.Err)
+		require.False(t, r.Decision.Allowed)
+	}
 }
