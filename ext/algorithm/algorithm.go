@@ -88,12 +88,8 @@ func ParseArgs(tx sluice.LocalTx, keys []string, args []int64) (Args, error) {
 		return Args{}, ErrModelInvalidArgs
 	}
 	a := Args{Key: keys[0], Rate: args[0], PeriodUs: args[1], Burst: args[2], Cost: args[3]}
-	if a.PeriodUs < 1000 || a.PeriodUs > maxPeriodUs || a.Rate < 1 || a.Rate > min(a.PeriodUs, maxRateBurst) ||
-		a.Burst < 1 || a.Burst > maxRateBurst {
-		return Args{}, ErrModelInvalidLimit
-	}
-	if a.Cost < -maxRateBurst || a.Cost > maxRateBurst {
-		return Args{}, ErrModelInvalidCost
+	if err := a.checkLimitAndCost(); err != nil {
+		return Args{}, err
 	}
 	a.Now = tx.NowMicros()
 	if len(args) == 5 {
@@ -103,6 +99,19 @@ func ParseArgs(tx sluice.LocalTx, keys []string, args []int64) (Args, error) {
 		}
 	}
 	return a, nil
+}
+
+// checkLimitAndCost is the prelude's check of rate, period_us, burst and
+// cost, which the batch scripts make of each shape too.
+func (a Args) checkLimitAndCost() error {
+	if a.PeriodUs < 1000 || a.PeriodUs > maxPeriodUs || a.Rate < 1 || a.Rate > min(a.PeriodUs, maxRateBurst) ||
+		a.Burst < 1 || a.Burst > maxRateBurst {
+		return ErrModelInvalidLimit
+	}
+	if a.Cost < -maxRateBurst || a.Cost > maxRateBurst {
+		return ErrModelInvalidCost
+	}
+	return nil
 }
 
 // Reply is a decision script's reply.

@@ -124,21 +124,14 @@ type batchArgs struct {
 
 // encodeBatch returns the keys and arguments of a batch of the requests
 // on the given state keys: each key and shape once, then one reference per
-// request.
-func encodeBatch(keys []string, shapes [][4]int64) ([]string, []int64) {
-	distinct, args, _ := encodeBatchKeys(keys, shapes)
-	return distinct, args
-}
-
-// encodeBatchKeys is encodeBatch that also returns each request's index
-// in the distinct keys.
-func encodeBatchKeys(keys []string, shapes [][4]int64) ([]string, []int64, []int) {
-	distinct := make([]string, 0, len(keys))
+// request; keyOf is each request's index in the distinct keys.
+func encodeBatch(keys []string, shapes [][4]int64) (distinct []string, args []int64, keyOf []int) {
+	distinct = make([]string, 0, len(keys))
 	keyIndex := make(map[string]int, len(keys))
 	shapeIndex := make(map[[4]int64]int, 1)
 	var shapeArgs []int64
 	refs := make([]int64, len(keys))
-	keyOf := make([]int, len(keys))
+	keyOf = make([]int, len(keys))
 	for i, key := range keys {
 		k, ok := keyIndex[key]
 		if !ok {
@@ -158,7 +151,7 @@ func encodeBatchKeys(keys []string, shapes [][4]int64) ([]string, []int64, []int
 	if implicitRefs(len(keys), len(shapeIndex), len(distinct)) {
 		refs = nil
 	}
-	args := make([]int64, 0, 2+len(shapeArgs)+len(refs))
+	args = make([]int64, 0, 2+len(shapeArgs)+len(refs))
 	args = append(args, int64(len(keys))*512+int64(len(shapeIndex)))
 	args = append(append(args, shapeArgs...), refs...)
 	return distinct, args, keyOf
@@ -235,20 +228,7 @@ func runBatch(tx sluice.LocalTx, keys []string, args []int64, decide DecideFunc)
 	}
 	reply := make([]int64, 0, 2*len(b.reqs))
 	for _, ref := range b.reqs {
-		key, shape := b.keys[ref[0]], b.shapes[ref[1]]
-		a := Args{Key: key, Rate: shape[0], PeriodUs: shape[1], Burst: shape[2], Cost: shape[3], Now: now}
-		var r []int64
-		switch {
-		case key == "":
-			err = ErrModelInvalidKey
-		case a.PeriodUs < 1000 || a.PeriodUs > maxPeriodUs || a.Rate < 1 || a.Rate > min(a.PeriodUs, maxRateBurst) ||
-			a.Burst < 1 || a.Burst > maxRateBurst:
-			err = ErrModelInvalidLimit
-		case a.Cost < -maxRateBurst || a.Cost > maxRateBurst:
-			err = ErrModelInvalidCost
-		default:
-			r, err = decide(tx, a, false)
-		}
+		r, err := decideRequest(tx, b.keys[ref[0]], b.shapes[ref[1]], now, decide)
 		if err != nil {
 			reply = append(reply, -batchErrorCode(err))
 			continue
@@ -256,6 +236,19 @@ func runBatch(tx sluice.LocalTx, keys []string, args []int64, decide DecideFunc)
 		reply = appendCompact(reply, r)
 	}
 	return reply, nil
+}
+
+// decideRequest decides one request of a batch as the batch scripts do:
+// its key and shape checked, then the algorithm's twin.
+func decideRequest(tx sluice.LocalTx, key string, shape [4]int64, now int64, decide DecideFunc) ([]int64, error) {
+	if key == "" {
+		return nil, ErrModelInvalidKey
+	}
+	a := Args{Key: key, Rate: shape[0], PeriodUs: shape[1], Burst: shape[2], Cost: shape[3], Now: now}
+	if err := a.checkLimitAndCost(); err != nil {
+		return nil, err
+	}
+	return decide(tx, a, false)
 }
 
 // appendCompact appends a decision reply {allowed, remaining,
@@ -364,7 +357,7 @@ func (l *Limiter) AllowBatch(ctx context.Context, reqs []sluice.Request) ([]slui
 		keys[i] = r.Key + l.spec.KeySuffix
 		shapes[i] = [4]int64{r.Limit.Rate, r.Limit.PeriodMicros(), r.Limit.Burst, r.N}
 	}
-	distinct, args, keyOf := encodeBatchKeys(keys, shapes)
+	distinct, args, keyOf := encodeBatch(keys, shapes)
 	args, err := l.appendNow(args)
 	if err != nil {
 		return nil, err

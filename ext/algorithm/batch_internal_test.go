@@ -29,7 +29,7 @@ func TestBatchCacheRefusesWhatItCannotServe(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			script := newBatchScript(&Spec{Name: "probe", Body: body})
 			shape := [4]int64{10, 1_000_000, 10, 1}
-			keys, args := encodeBatch([]string{"{p}:rep", "{p}:rep", "{p}:once"}, [][4]int64{shape, shape, shape})
+			keys, args, _ := encodeBatch([]string{"{p}:rep", "{p}:rep", "{p}:once"}, [][4]int64{shape, shape, shape})
 			require.Equal(t, []string{"{p}:rep", "{p}:once"}, keys)
 			require.Equal(t, []int64{3*512 + 1, 10, 1_000_000, 10, 1, 0, 0, 256}, args, "each key and shape once, a reference per request")
 			reply, err := store.Run(context.Background(), script, keys, args)

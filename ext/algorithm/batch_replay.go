@@ -40,14 +40,8 @@ func runStepBatch(tx sluice.LocalTx, keys []string, args []int64, decide DecideF
 	}
 	var word int64
 	for i, ref := range b.reqs {
-		key, shape := b.keys[ref[0]], b.shapes[ref[1]]
-		a := Args{Key: key, Rate: shape[0], PeriodUs: shape[1], Burst: shape[2], Cost: shape[3], Now: now}
-		valid := key != "" && a.PeriodUs >= 1000 && a.PeriodUs <= maxPeriodUs && a.Rate >= 1 && a.Rate <= min(a.PeriodUs, maxRateBurst) &&
-			a.Burst >= 1 && a.Burst <= maxRateBurst && a.Cost >= -maxRateBurst && a.Cost <= maxRateBurst
-		if valid {
-			if r, err := decide(tx, a, false); err == nil && r[0] == 1 {
-				word |= 1 << (i % wordBits)
-			}
+		if r, err := decideRequest(tx, b.keys[ref[0]], b.shapes[ref[1]], now, decide); err == nil && r[0] == 1 {
+			word |= 1 << (i % wordBits)
 		}
 		if i%wordBits == wordBits-1 || i == len(b.reqs)-1 {
 			reply = append(reply, word)
