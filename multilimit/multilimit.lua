@@ -25,6 +25,10 @@
 -- the request was denied: remaining is then what is left, unconsumed).
 -- Keep in step with model.go.
 
+-- now is the server's clock (TIME), not one passed in; the bodies read
+-- it (ext/algorithm state_text.lua).
+local server_clock = false
+
 -- ALGORITHMS: local function body_<name>(key, rate, period_us, burst, cost, now, dry) ... end,
 -- one per algorithm, and local bodies = {body_<name>, ...}
 
@@ -68,6 +72,7 @@ local now
 if ARGV[now_arg] == nil or ARGV[now_arg] == '' then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  server_clock = true
 else
   now = int_arg(now_arg, 0, MAX_NOW_US)
 end

@@ -65,6 +65,37 @@ func TestEveryScriptFailsCleanlyWhenRedisIsOutOfMemory(t *testing.T) {
 			}},
 		)
 	}
+	// The token bucket's and GCRA's batch of a key each (one MGET, then
+	// each key's write): its first write refused, whether it keeps the
+	// key's expiry (SETRANGE, on a state 1,000 s ahead that a microsecond
+	// does not move to another second) or sets a new one (MSET).
+	fine := sluice.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000_000_000}
+	for _, alg := range builtins.Algorithms {
+		if alg.Name != "tokenbucket" && alg.Name != "gcra" {
+			continue
+		}
+		l, err := alg.New(store, nil)
+		require.NoError(t, err)
+		for _, kept := range []bool{true, false} {
+			lim, name := limit, alg.Name+" batch of a key each, a new expiry"
+			if kept {
+				lim, name = fine, alg.Name+" batch of a key each, the expiry kept"
+			}
+			reqs := []sluice.Request{{Key: sluice.Key("oom", name, "a"), Limit: lim, N: 1}, {Key: sluice.Key("oom", name, "b"), Limit: lim, N: 1}}
+			for _, r := range reqs {
+				n := int64(2)
+				if kept {
+					n = 1_000_000_000
+				}
+				_, err = l.AllowN(ctx, r.Key, lim, n)
+				require.NoError(t, err)
+			}
+			subjects = append(subjects, subject{name, func() error {
+				_, err := l.AllowBatch(ctx, reqs)
+				return err
+			}})
+		}
+	}
 	ml, err := multilimit.New(store)
 	require.NoError(t, err)
 	mlKeys := []string{sluice.Key("oom", "ml-tb"), sluice.Key("oom", "ml-log")}

@@ -11,18 +11,18 @@
 -- Cost > 0 takes n emission intervals, cost 0 peeks (would a cost-1 request
 -- conform?), cost < 0 refunds |cost| intervals (never below now).
 -- Reply: {allowed (0|1), remaining, retry_after_us, reset_after_us}.
--- Writes: SET PX (time until tat, plus 1 s) on admission and refund only;
--- a denial and a peek write nothing. O(1): TIME, GET, at most one SET/DEL.
+-- Writes on admission and refund only, the key expiring 1 to 2 s after
+-- tat (ext/algorithm state_text.lua); a denial and a peek write nothing.
+-- O(1): TIME, GET, at most one write.
 -- Keep in step with model.go.
 --
 -- Written as steps (ext/algorithm Spec.Steps): the check, on the limit and
 -- the cost alone; after "-- state" the check of `state`, the stored tat
 -- (false: no key; -1: not a number); after "-- step" the decision on a
 -- state that passed, which fills in remaining and reset_after only when
--- figures is set; after "-- ttl" the TTL of a state about to be written.
+-- figures is set; after "-- expiry" the instant from which a state
+-- decides as a missing key.
 -- The decision script and the batch are built around them.
-
-local TTL_MARGIN_MS = 1000
 
 -- Arithmetic is written out (x % y, comparisons) rather than through
 -- math.ceil, math.floor and math.max, as in the token bucket: each C call
@@ -83,9 +83,5 @@ do
     reset_after = ahead
   end
 end
--- ttl
-local ttl_left = state - now -- the state about to be written, > now
-ttl_ms = (ttl_left - ttl_left % 1000) / 1000 + TTL_MARGIN_MS
-if ttl_left % 1000 ~= 0 then
-  ttl_ms = ttl_ms + 1 -- ceil(ttl_left / 1000) + TTL_MARGIN_MS
-end
+-- expiry
+expiry_us = state -- the state is the instant the bucket is full again

@@ -1,8 +1,6 @@
 package gcra
 
 import (
-	"time"
-
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/ext/algorithm"
@@ -10,8 +8,6 @@ import (
 
 // The Go twin of gcra.lua, with the script's names; integer arithmetic
 // below 2^53 only, so the two agree exactly.
-
-const ttlMarginMs = 1000
 
 var (
 	errModelImprecise      = ext.NewServerError("SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds")
@@ -55,7 +51,7 @@ func decide(tx sluice.LocalTx, a algorithm.Args, dry bool) ([]int64, error) {
 
 	r := algorithm.Reply{Allowed: true}
 	store := func() {
-		tx.Set(a.Key, tat, time.Duration((tat-a.Now+999)/1000+ttlMarginMs)*time.Millisecond)
+		tx.Set(a.Key, tat, algorithm.ExpiryTTL(a.Now, tat))
 	}
 	if a.Cost < 0 {
 		tat = max(tat+a.Cost*interval, a.Now)

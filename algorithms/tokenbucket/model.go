@@ -1,8 +1,6 @@
 package tokenbucket
 
 import (
-	"time"
-
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/ext/algorithm"
@@ -10,8 +8,6 @@ import (
 
 // The Go twin of tokenbucket.lua, with the script's variable names. Both do
 // integer arithmetic below 2^53 only, so they agree exactly.
-
-const ttlMarginMs = 1000 // TTL_MARGIN_MS
 
 var (
 	errModelImprecise      = ext.NewServerError("SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds")
@@ -97,7 +93,7 @@ func decide(tx sluice.LocalTx, a algorithm.Args, dry bool) ([]int64, error) {
 	r := b.take(deficit, a.Cost, dry)
 	if r.write {
 		if r.deficit > 0 {
-			tx.Set(a.Key, a.Now+r.deficit, time.Duration((r.deficit+999)/1000+ttlMarginMs)*time.Millisecond)
+			tx.Set(a.Key, a.Now+r.deficit, algorithm.ExpiryTTL(a.Now, a.Now+r.deficit))
 		} else {
 			tx.Del(a.Key)
 		}

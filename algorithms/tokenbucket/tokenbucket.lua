@@ -7,14 +7,14 @@
 -- integer, the time at which it will be full again ("tat", Unix
 -- microseconds); tat - now is its deficit and a missing key is a full
 -- bucket. All arithmetic is on integers below 2^53, exact in a Lua number,
--- so the Go model (model.go) computes the very same values, and the key
--- stays small (Redis int-encodes it).
+-- so the Go model (model.go) computes the very same values.
 --
 -- Cost > 0 takes tokens, 0 peeks (would a cost-1 request be allowed?),
 -- < 0 gives |cost| tokens back (never past full).
 -- Reply: {allowed (0|1), remaining (tokens), retry_after_us, reset_after_us}.
--- Every write sets PX to the time until the bucket is full plus 1 s; a
--- peek and a denial write nothing. O(1): TIME, GET, at most one SET or DEL.
+-- A write leaves the key expiring 1 to 2 s after the bucket is full
+-- (ext/algorithm state_text.lua); a peek and a denial write nothing.
+-- O(1): TIME, GET, at most one write.
 -- Extra errors, before any write: SLUICE_INVALID_LIMIT (interval not within
 -- 1%, fill time too long), SLUICE_COST_EXCEEDS_BURST, SLUICE_INVALID_COST,
 -- SLUICE_INVALID_STATE.
@@ -23,10 +23,9 @@
 -- the cost alone; after "-- state" the check of `state`, the stored tat
 -- (false: no key; -1: not a number); after "-- step" the decision on a
 -- state that passed, which fills in remaining and reset_after only when
--- figures is set; after "-- ttl" the TTL of a state about to be written.
+-- figures is set; after "-- expiry" the instant from which a state
+-- decides as a missing key.
 -- The decision script and the batch are built around them.
-
-local TTL_MARGIN_MS = 1000
 
 -- Arithmetic is written out (x % y, comparisons) rather than through
 -- math.ceil, math.floor and math.max: each C call costs several hundred
@@ -86,9 +85,5 @@ do
     reset_after = deficit
   end
 end
--- ttl
-local ttl_left = state - now -- the state about to be written, > now
-ttl_ms = (ttl_left - ttl_left % 1000) / 1000 + TTL_MARGIN_MS
-if ttl_left % 1000 ~= 0 then
-  ttl_ms = ttl_ms + 1 -- ceil(ttl_left / 1000) + TTL_MARGIN_MS
-end
+-- expiry
+expiry_us = state -- the state is the instant the bucket is full again

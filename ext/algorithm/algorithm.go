@@ -130,6 +130,15 @@ func (r Reply) Ints() []int64 {
 	return []int64{allowed, r.Remaining, r.RetryAfterUs, r.ResetAfterUs}
 }
 
+// ExpiryTTL is the time to live, at now (Unix microseconds), of a Steps
+// algorithm's key whose state decides as a missing key from expiry on:
+// until the whole second after expiry, plus one second, as the scripts
+// set it (state_text.lua).
+func ExpiryTTL(now, expiry int64) time.Duration {
+	at := expiry - expiry%1_000_000 + 2_000_000
+	return time.Duration(at-now) * time.Microsecond
+}
+
 // Spec describes an algorithm to [New].
 type Spec struct {
 	// Name prefixes errors ("tokenbucket: ...") and names the algorithm
@@ -145,21 +154,24 @@ type Spec struct {
 	// An algorithm whose state is one integer may give Steps instead.
 	Body string
 	// Steps, given instead of Body by an algorithm whose state is one
-	// integer, is its decision in four parts, with the lines "-- state",
-	// "-- step" and "-- ttl" between them. The check reads the prelude's
-	// locals and sets the local fail to an error reply's text when the
-	// request cannot be decided. The state part reads only state (the
-	// stored integer; false when the key is missing, -1 when it holds
-	// something that is not a number) and sets fail when it is not one of
-	// the algorithm's. The step, which cannot fail, then reads the state
-	// and now, honours dry, and sets allowed (0 or 1) and retry_after, remaining and reset_after (these
-	// two only when figures is true: a batch leaves them to Decide); to
-	// write, it sets write and the new state (false: delete the key). The
-	// ttl part sets ttl_ms for a state about to be written. None of them
-	// calls Redis or returns. Register builds Body from them
-	// (step_body.lua), and a batch (batch_step.lua) that reads each key
-	// once and decides all its requests in memory; Decide must then use
-	// only Get, Set and Del of its key.
+	// integer in [0, 2^53], is its decision in four parts, with the lines
+	// "-- state", "-- step" and "-- expiry" between them. The check reads
+	// the prelude's locals and sets the local fail to an error reply's
+	// text when the request cannot be decided. The state part reads only
+	// state (the stored integer; false when the key is missing, -1 when
+	// it holds something that is not a number) and sets fail when it is
+	// not one of the algorithm's. The step, which cannot fail, then reads
+	// the state and now, honours dry, and sets allowed (0 or 1) and
+	// retry_after, and remaining and reset_after only when figures is
+	// true (a batch leaves them to Decide); to write, it sets write and
+	// the new state (false: delete the key). The expiry part sets
+	// expiry_us, from state alone, to the instant from which that state
+	// decides as a missing key: the key expires at the whole second after
+	// it plus one second ([ExpiryTTL]). None of them calls Redis or
+	// returns. Register builds Body from them (step_body.lua), and a
+	// batch (batch_step.lua) that reads each key once and decides all its
+	// requests in memory; Decide must then use only Get, Set and Del of
+	// its key, and give Set the TTL [ExpiryTTL] gives.
 	Steps string
 	// Decide is Body's Go twin.
 	Decide DecideFunc
@@ -200,9 +212,9 @@ func Register(spec *Spec) *Spec {
 		panic("algorithm: algorithm " + spec.Name + " registered twice")
 	}
 	if spec.Steps != "" {
-		check, state, step, ttl := splitSteps(spec)
-		spec.Body = fillSteps(stepBodySource, check, state, step, ttl)
-		spec.BatchScript = newStepBatchScript(spec, check, state, step, ttl)
+		check, state, step, expiry := splitSteps(spec)
+		spec.Body = fillSteps(stepBodySource, check, state, step, expiry)
+		spec.BatchScript = newStepBatchScript(spec, check, state, step, expiry)
 	} else {
 		spec.BatchScript = newBatchScript(spec)
 	}

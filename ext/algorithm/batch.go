@@ -22,6 +22,9 @@ var batchStepSource string
 //go:embed step_body.lua
 var stepBodySource string
 
+//go:embed state_text.lua
+var stateTextSource string
+
 // MaxBatch is the most requests one batch script call decides.
 const MaxBatch = sluice.MaxBatch
 
@@ -42,34 +45,59 @@ func newBatchScript(spec *Spec) *sluice.Script {
 // newStepBatchScript returns the batch script of an algorithm given as
 // steps (batch_step.lua with its four parts written in), paired
 // with its Go twin.
-func newStepBatchScript(spec *Spec, check, state, step, ttl string) *sluice.Script {
+func newStepBatchScript(spec *Spec, check, state, step, expiry string) *sluice.Script {
 	// The bounds of lib.lua without int_arg, which it does not use: a
 	// closure made per call is a cost.
 	bounds, _, _ := strings.Cut(lib, "-- int_arg returns")
-	source := bounds + batchArgsSource + fillSteps(batchStepSource, check, state, step, ttl)
+	source := bounds + batchArgsSource + fillSteps(batchStepSource, check, state, step, expiry)
 	return sluice.NewScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		return runStepBatch(tx, keys, args, spec.Decide)
 	})
 }
 
-// splitSteps returns spec.Steps's check, state check, step and ttl,
-// between its "-- state", "-- step" and "-- ttl" lines.
-func splitSteps(spec *Spec) (check, state, step, ttl string) {
+// splitSteps returns spec.Steps's check, state check, step and expiry,
+// between its "-- state", "-- step" and "-- expiry" lines.
+func splitSteps(spec *Spec) (check, state, step, expiry string) {
 	parts := []string{spec.Steps}
-	for _, marker := range []string{"\n-- state\n", "\n-- step\n", "\n-- ttl\n"} {
+	for _, marker := range []string{"\n-- state\n", "\n-- step\n", "\n-- expiry\n"} {
 		before, after, ok := strings.Cut(parts[len(parts)-1], marker)
 		if !ok || strings.Contains(after, marker) {
-			panic("algorithm: " + spec.Name + "'s Steps need the lines \"-- state\", \"-- step\" and \"-- ttl\", once each and in that order")
+			panic("algorithm: " + spec.Name + "'s Steps need the lines \"-- state\", \"-- step\" and \"-- expiry\", once each and in that order")
 		}
 		parts = append(parts[:len(parts)-1], before, after)
 	}
 	return parts[0], parts[1], parts[2], parts[3]
 }
 
-// fillSteps writes the four parts in place of a template's "-- CHECK",
-// "-- STATE", "-- STEP" and "-- TTL" lines (every one of them).
-func fillSteps(template, check, state, step, ttl string) string {
-	for _, r := range []struct{ marker, text string }{{"-- CHECK", check}, {"-- STATE", state}, {"-- STEP", step}, {"-- TTL", ttl}} {
+// stateText returns state_text.lua's parts by name.
+func stateText() map[string]string {
+	parts := map[string]string{}
+	for _, name := range []string{"PARSE", "KEEP", "WRITE", "DEFER", "FLUSH"} {
+		at := strings.Index(stateTextSource, "\n-- "+name+":")
+		if at < 0 {
+			panic("algorithm: state_text.lua has no " + name + " part")
+		}
+		text := stateTextSource[at+1:]
+		if end := strings.Index(text, "\n\n"); end >= 0 {
+			text = text[:end]
+		}
+		parts[name] = strings.TrimRight(text, "\n")
+	}
+	return parts
+}
+
+// fillSteps writes state_text.lua's parts, where the template has their
+// "-- PARSE", "-- KEEP", "-- WRITE", "-- DEFER" or "-- FLUSH" lines, then the four
+// parts of the steps in place of its "-- CHECK", "-- STATE", "-- STEP"
+// and "-- EXPIRY" lines (every one of them; EXPIRY lines come with KEEP,
+// WRITE and DEFER), which it must have.
+func fillSteps(template, check, state, step, expiry string) string {
+	for name, text := range stateText() {
+		template = strings.ReplaceAll(template, "\n-- "+name+"\n", "\n"+text+"\n")
+	}
+	for _, r := range []struct{ marker, text string }{
+		{"-- CHECK", check}, {"-- STATE", state}, {"-- STEP", step}, {"-- EXPIRY", expiry},
+	} {
 		if !strings.Contains(template, "\n"+r.marker+"\n") {
 			panic("algorithm: a script template has no " + r.marker + " line")
 		}

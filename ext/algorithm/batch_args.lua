@@ -64,9 +64,11 @@ if #ARGV ~= refs + nrefs and #ARGV ~= refs + nrefs + 1 then
   return redis.error_reply('SLUICE_INVALID_LIMIT 1 + 4 x shapes + requests arguments expected')
 end
 local now = ARGV[refs + nrefs + 1]
+local server_clock = false -- now is the server's clock (TIME), not one passed in
 if now == nil or now == '' then
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2] -- strings of digits, converted by the arithmetic
+  server_clock = true
 else
   now = tonumber(now)
   if not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then

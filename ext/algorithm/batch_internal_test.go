@@ -76,17 +76,17 @@ func TestStepBatchRefusesATwinThatDisagrees(t *testing.T) {
 	newSpec := func(twinAllows int64) *Spec {
 		spec := &Spec{
 			Name:           "liar",
-			Steps:          "local unused = 1\n-- state\nlocal unused_too = 1\n-- step\nallowed = 0\n-- ttl\nttl_ms = 1000\n",
+			Steps:          "local unused = 1\n-- state\nlocal unused_too = 1\n-- step\nallowed = 0\n-- expiry\nexpiry_us = state\n",
 			Capacity:       func(l sluice.Limit) int64 { return l.Burst },
 			MaxReplyMicros: time.Hour.Microseconds(),
 			Decide: func(sluice.LocalTx, Args, bool) ([]int64, error) {
 				return []int64{twinAllows, 0, (1 - twinAllows) * 1000, 0}, nil // a denial says when to retry
 			},
 		}
-		check, state, step, ttl := splitSteps(spec)
-		spec.Body = fillSteps(stepBodySource, check, state, step, ttl)
+		check, state, step, expiry := splitSteps(spec)
+		spec.Body = fillSteps(stepBodySource, check, state, step, expiry)
 		spec.Script = NewScript(spec.Body, spec.Decide)
-		spec.BatchScript = newStepBatchScript(spec, check, state, step, ttl)
+		spec.BatchScript = newStepBatchScript(spec, check, state, step, expiry)
 		return spec
 	}
 	reqs := []sluice.Request{{Key: "{s}:a", Limit: sluice.PerSecond(5), N: 1}, {Key: "{s}:a", Limit: sluice.PerSecond(5), N: 1}}

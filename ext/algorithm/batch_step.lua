@@ -7,11 +7,11 @@
 -- requests are then decided on those values in memory: the algorithm's
 -- check once per run of requests of one shape, its step once per request,
 -- written out below rather than called (a Lua function call costs about
--- 1,600 instructions), its TTL once per key written, and each key's last
--- write reaches Redis once, at the end. Decisions and the final state are
--- those of one script per request: the script runs alone, so nothing else
--- touches the keys meanwhile, and `now` is fixed. The first write of the
--- script is the one Redis may refuse for memory (OOM); it then fails the
+-- 1,600 instructions), and each key's last state reaches Redis once
+-- (state_text.lua). Decisions and the final state are those of one
+-- script per request: the script runs alone, so nothing else touches the
+-- keys meanwhile, and `now` is fixed. Every read comes before the first
+-- write, the one Redis may refuse for memory (OOM): it then fails the
 -- call with nothing written.
 --
 -- Reply: {now_us, the state each key held (an integer in [0, 2^53], or
@@ -22,21 +22,104 @@
 -- decision, and checks its allowed bits against these. Keep in step with
 -- batch.go (runStepBatch, replayBatch).
 
+-- Globals read per key, as locals: a global is a table lookup.
+local KEYS, tonumber, format, byte = KEYS, tonumber, string.format, string.byte
 local dry = false
 local figures = false -- the Go twin works out remaining and reset_after
 local WRONG_TYPE = {} -- the state of a key holding another type, or a string its check refuses
-local kstate = {}     -- key index -> its state: an integer, false (no key), -1 (not a number) or WRONG_TYPE
-local kttl = {}       -- key index -> the TTL of its pending write, in ms
-local written = {}    -- key indexes with a pending write, in the order first written
-
+local WORD = 1125899906842624 -- 2^50
+local bits, bit = 0, 1 -- the allowed bits of the word being filled, and the next request's bit
 reply[1] = now
+n = nkeys + 1 -- the allowed bits follow each key's state
+
+-- shape returns shape sh's rate, period_us, burst and cost, checked as
+-- the prelude checks a decision's arguments, and the code of its failure
+-- (then a limit the algorithm's check accepts, so that it still runs:
+-- its locals are the step's). Called once per run of requests of one
+-- shape.
+local function shape(sh)
+  local b = 1 + 4 * (sh - 1)
+  local rate, period_us, burst, cost = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  if not (period_us and period_us >= 1000 and period_us <= 31622400000000 and period_us % 1 == 0
+      and rate and rate >= 1 and rate <= period_us and rate <= 1e12 and rate % 1 == 0
+      and burst and burst >= 1 and burst <= 1e12 and burst % 1 == 0) then
+    return 1, 1000, 1, 0, 1
+  elseif not (cost and cost >= -1e12 and cost <= 1e12 and cost % 1 == 0) then
+    return 1, 1000, 1, 0, 2
+  end
+  return rate, period_us, burst, cost, nil
+end
+
+if implicit and nkeys > 1 then
+  -- A key each, one shape (what coalescing makes of traffic on many
+  -- keys): one MGET, then one pass that checks each key's state, decides
+  -- its request and writes it or defers its write to one MSET (the keys
+  -- are distinct, and every read is in the MGET).
+  local rate, period_us, burst, cost, dead_shape = shape(1)
+  local fail = nil
+-- CHECK
+  dead_shape = dead_shape or fail
+  local values = redis.call('MGET', unpack(KEYS))
+  reply = {now, unpack(values)} -- made at its size: a table that grows is copied at each power of two
+  local sets, nsets, ats, last_at, last_text = {}, 0, {}, nil, nil -- DEFER's
+  for j = 1, m do
+    local raw = values[j]
+    local state, keep_at, expiry_us = raw, nil, 0
+    local code, dead = -1, dead_shape
+    if raw then
+-- PARSE
+      code = state
+      if not (state >= 0 and state <= 9007199254740992 and state % 1 == 0) then
+        code = -2
+      end
+      fail = nil
+-- STATE
+      if fail then
+        dead = true
+      else
+-- KEEP
+      end
+    elseif redis.call('EXISTS', KEYS[j]) == 1 then
+      -- MGET answers nil for a key of another type, as for a missing one.
+      code, dead = -3, true
+    end
+    reply[j + 1] = code
+    if not dead and KEYS[j] ~= '' then
+      local allowed, remaining, retry_after, reset_after, write = 1, 0, 0, 0, false
+-- STEP
+      bits = bits + allowed * bit
+      if write then
+        local wkey = KEYS[j]
+-- DEFER
+      end
+    end
+    bit = bit * 2
+    if bit == WORD then
+      n = n + 1
+      reply[n] = bits -- its own statement: gopher-lua (miniredis) assigns bits first
+      bits, bit = 0, 1
+    end
+  end
+  if bit ~= 1 then
+    n = n + 1
+    reply[n] = bits
+  end
+-- FLUSH
+  return reply
+end
+
+local kstate = {} -- key index -> its state: an integer, false (no key), -1 (not a number) or WRONG_TYPE
+local kkeep = {}  -- key index -> the instant its key expires at or after (state_text.lua KEEP), or nil
+local written, kwritten = {}, {} -- key indexes with a pending write, in the order first written, and as a set
+
 for j = 1, nkeys do
-  local state = redis.pcall('GET', KEYS[j])
+  local raw = redis.pcall('GET', KEYS[j])
+  local state, keep_at, expiry_us = raw, nil, 0
   local code = -1
-  if type(state) == 'table' then
+  if type(raw) == 'table' then
     state, code = WRONG_TYPE, -3
-  elseif state then
-    state = tonumber(state) or -1
+  elseif raw then
+-- PARSE
     code = state
     if not (state >= 0 and state <= 9007199254740992 and state % 1 == 0) then
       code = -2
@@ -47,16 +130,13 @@ for j = 1, nkeys do
 -- STATE
     if fail then
       state = WRONG_TYPE
+    else
+-- KEEP
     end
   end
-  kstate[j] = state
+  kstate[j], kkeep[j] = state, keep_at
   reply[j + 1] = code
 end
-n = nkeys + 1
-
-local bits, bit = 0, 1 -- the allowed bits of the word being filled, and the next request's bit
-local WORD = 1125899906842624 -- 2^50
-
 -- Requests are taken in runs of one shape (the shape read and the check
 -- run once), each cut into runs on one key (its state kept in a local).
 -- Each request's reference is decoded where it differs from the one
@@ -75,34 +155,18 @@ else
 end
 while i <= m do
   local run_shape = sh
-  -- The shape, checked as the prelude checks a decision's arguments
-  -- (written out: batch.lua's read_shape, without a call).
-  local b = 1 + 4 * (sh - 1)
-  local rate, period_us, burst, cost = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
-  local code
-  if not (period_us and period_us >= 1000 and period_us <= 31622400000000 and period_us % 1 == 0
-      and rate and rate >= 1 and rate <= period_us and rate <= 1e12 and rate % 1 == 0
-      and burst and burst >= 1 and burst <= 1e12 and burst % 1 == 0) then
-    code = 1
-  elseif not (cost and cost >= -1e12 and cost <= 1e12 and cost % 1 == 0) then
-    code = 2
-  end
-  if code then
-    -- Its requests fail; the check still runs (its locals are the
-    -- step's), on a limit that it accepts.
-    rate, period_us, burst, cost = 1, 1000, 1, 0
-  end
+  local rate, period_us, burst, cost, dead_shape = shape(sh)
   local fail = nil
 -- CHECK
-  local dead_shape = code or fail
+  dead_shape = dead_shape or fail
   fail = nil
   repeat
     local run_key = k
     local state = kstate[k]
     local dead = dead_shape or KEYS[k] == '' or state == WRONG_TYPE
     local wrote = false
-    local allowed, remaining, retry_after, reset_after, write, ttl_ms
-    if implicit and nkeys == 1 and not dead then
+    local allowed, remaining, retry_after, reset_after, write
+    if implicit and not dead then
       -- One key and one shape: the whole batch is this loop, in words
       -- of 50 requests (bit starts at 1, as nothing came before).
       for first = 1, m, 50 do
@@ -122,7 +186,7 @@ while i <= m do
         if bit == WORD then
           n = n + 1
           reply[n] = bits -- its own statement: gopher-lua (miniredis) assigns bits first
-        bits, bit = 0, 1
+          bits, bit = 0, 1
         end
       end
       i = m + 1
@@ -140,14 +204,10 @@ while i <= m do
         if bit == WORD then
           n = n + 1
           reply[n] = bits -- its own statement: gopher-lua (miniredis) assigns bits first
-        bits, bit = 0, 1
+          bits, bit = 0, 1
         end
         i = i + 1
-        if implicit then
-          if nkeys > 1 then
-            k = i
-          end
-        elseif i <= m then
+        if not implicit and i <= m then
           local r = ARGV[refs + i]
           if r ~= last then
             local v = tonumber(r)
@@ -160,19 +220,11 @@ while i <= m do
       until i > m or k ~= run_key or sh ~= run_shape
     end
     if wrote then
-      kstate[run_key] = state
-      if state then
--- TTL
-        if kttl[run_key] == nil then
-          written[#written + 1] = run_key
-        end
-        kttl[run_key] = ttl_ms
-      else
-        if kttl[run_key] == nil then
-          written[#written + 1] = run_key
-        end
-        kttl[run_key] = false
+      if not kwritten[run_key] then
+        kwritten[run_key] = true
+        written[#written + 1] = run_key
       end
+      kstate[run_key] = state
     end
   until i > m or sh ~= run_shape
 end
@@ -180,12 +232,10 @@ if bit ~= 1 then
   n = n + 1
   reply[n] = bits
 end
+local sets, nsets, ats, last_at, last_text = {}, 0, {}, nil, nil -- DEFER's
 for _, k in ipairs(written) do
-  local state = kstate[k]
-  if state then
-    redis.call('SET', KEYS[k], string.format('%d', state), 'PX', string.format('%d', kttl[k]))
-  else
-    redis.call('DEL', KEYS[k])
-  end
+  local state, keep_at, expiry_us, wkey = kstate[k], kkeep[k], 0, KEYS[k]
+-- DEFER
 end
+-- FLUSH
 return reply

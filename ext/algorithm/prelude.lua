@@ -40,7 +40,8 @@ if not (cost and cost >= -1e12 and cost <= 1e12 and cost % 1 == 0) then
   return redis.error_reply('SLUICE_INVALID_COST cost must be an integer')
 end
 local now = ARGV[5]
-if now == nil or now == '' then
+local server_clock = now == nil or now == '' -- now is the server's clock (TIME), not one passed in
+if server_clock then
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2] -- strings of digits, converted by the arithmetic
 else

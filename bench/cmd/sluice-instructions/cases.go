@@ -122,17 +122,39 @@ func cases() []testCase {
 					}
 					reqs[i] = sluice.Request{Key: key, Limit: allowAll(alg), N: 1}
 				}
+				return func(ctx context.Context) error { return allowedBatch(ctx, b, reqs) }, nil
+			}})
+		}
+	}
+	// The worst case of the expiry kept in place (ext/algorithm
+	// state_text.lua): a limit of one a second whose every request moves
+	// the key's state, and so its expiry, a second on, so that every
+	// write sets a new expiry.
+	for _, alg := range []string{"tokenbucket", "gcra"} {
+		for _, perCall := range []int{1, 16} {
+			name, target := alg+", a new expiry every write", int64(targetSingle)
+			if perCall == 16 {
+				name, target = alg+", batch of 16 keys, a new expiry every write", targetKeyBatch
+			}
+			cs = append(cs, testCase{name: name, perCall: perCall, target: target, setup: func(_ context.Context, c *redis.Client) (call, error) {
+				l, err := limiterOn(c, alg)
+				if err != nil {
+					return nil, err
+				}
+				b, ok := sluice.As[sluice.BatchLimiter](l)
+				if !ok {
+					return nil, fmt.Errorf("%s has no AllowBatch", alg)
+				}
+				limit := sluice.Limit{Rate: 1, Period: time.Second, Burst: 100_000_000}
+				reqs := make([]sluice.Request, perCall)
+				for i := range reqs {
+					reqs[i] = sluice.Request{Key: fmt.Sprintf("{t1}:%s:second:%d", alg, i), Limit: limit, N: 1}
+				}
 				return func(ctx context.Context) error {
-					results, err := b.AllowBatch(ctx, reqs)
-					if err != nil {
-						return err
+					if perCall == 1 {
+						return allowed(l.AllowN(ctx, reqs[0].Key, limit, 1))
 					}
-					for _, r := range results {
-						if err := allowed(r.Decision, r.Err); err != nil {
-							return err
-						}
-					}
-					return nil
+					return allowedBatch(ctx, b, reqs)
 				}, nil
 			}})
 		}
@@ -186,4 +208,19 @@ func allowed(d sluice.Decision, err error) error {
 		err = errors.New("denied: the case's limit was exhausted")
 	}
 	return err
+}
+
+// allowedBatch makes reqs as one batch, every one of which must be
+// allowed.
+func allowedBatch(ctx context.Context, b sluice.BatchLimiter, reqs []sluice.Request) error {
+	results, err := b.AllowBatch(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if err := allowed(r.Decision, r.Err); err != nil {
+			return err
+		}
+	}
+	return nil
 }

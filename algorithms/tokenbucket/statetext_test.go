@@ -1,0 +1,182 @@
+package tokenbucket_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/ext/algorithm"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
+	"github.com/sluicehq/sluice/store/embedded"
+	"github.com/sluicehq/sluice/store/goredisstore"
+)
+
+// scriptServers returns a client and a store for Redis and for the
+// embedded store, which both run the scripts.
+func scriptServers(t *testing.T) map[string]*redis.Client {
+	t.Helper()
+	server := redistest.SharedRedis(t)
+	onRedis := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
+	emb, err := embedded.Start()
+	require.NoError(t, err)
+	onEmbedded := redis.NewClient(&redis.Options{Addr: emb.Addr(), MaxRetries: -1})
+	t.Cleanup(func() {
+		_ = onRedis.Close()
+		_ = onEmbedded.Close()
+		_ = emb.Close()
+	})
+	return map[string]*redis.Client{"redis": onRedis, "embedded": onEmbedded}
+}
+
+// expiryOf returns when key expires, in Unix milliseconds of the server's
+// clock, within the few milliseconds between the two reads.
+func expiryOf(t *testing.T, c *redis.Client, key string) int64 {
+	t.Helper()
+	ttl, err := c.PTTL(context.Background(), key).Result()
+	require.NoError(t, err)
+	require.Greater(t, ttl, time.Duration(0), "%s has an expiry", key)
+	now, err := c.Time(context.Background()).Result()
+	require.NoError(t, err)
+	return now.UnixMilli() + ttl.Milliseconds()
+}
+
+// stateOf returns key's state, which must be stored as "0x" and 14 hex
+// digits, and the expiry the scripts give it: the whole second after the
+// state, plus a second, in Unix milliseconds.
+func stateOf(t *testing.T, c *redis.Client, key string) (state, expiryMs int64) {
+	t.Helper()
+	raw, err := c.Get(context.Background(), key).Result()
+	require.NoError(t, err)
+	require.Len(t, raw, 16, "%q: 0x and 14 hex digits", raw)
+	state, err = strconv.ParseInt(raw, 0, 64)
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("0x%014x", state), raw)
+	return state, (state-state%1_000_000)/1000 + 2000
+}
+
+// decide makes one decision on key through AllowN (path "single"), a
+// batch of it and the same request on another key (path "keys", the
+// batch of a key each) or a batch of it and a peek on the same key (path
+// "hot", the batch of one key).
+func decide(t *testing.T, l sluice.Limiter, path, key string, limit sluice.Limit, n int64) sluice.Decision {
+	t.Helper()
+	ctx := context.Background()
+	if path == "single" {
+		d, err := l.AllowN(ctx, key, limit, n)
+		require.NoError(t, err)
+		return d
+	}
+	other := sluice.Request{Key: key, Limit: limit, N: 0}
+	if path == "keys" {
+		other = sluice.Request{Key: key + ":other", Limit: limit, N: n} // one shape
+	}
+	results, err := l.(sluice.BatchLimiter).AllowBatch(ctx, []sluice.Request{{Key: key, Limit: limit, N: n}, other})
+	require.NoError(t, err)
+	require.NoError(t, results[0].Err)
+	require.NoError(t, results[1].Err)
+	return results[0].Decision
+}
+
+var statePaths = []string{"single", "hot", "keys"}
+
+// forEachPath runs test for the token bucket and GCRA, on Redis and the
+// embedded store, through each of statePaths, with a key of its own and
+// that key's state key.
+func forEachPath(t *testing.T, test func(t *testing.T, c *redis.Client, l sluice.Limiter, path, key, stateKey string)) {
+	for server, c := range scriptServers(t) {
+		store, err := goredisstore.New(c)
+		require.NoError(t, err)
+		for _, alg := range []string{"tokenbucket", "gcra"} {
+			l, err := algorithms.New(alg, store)
+			require.NoError(t, err)
+			for _, path := range statePaths {
+				t.Run(server+"/"+alg+"/"+path, func(t *testing.T) {
+					key := "{st}:" + server + ":" + alg + ":" + path
+					test(t, c, l, path, key, key+algorithm.Registered(alg).KeySuffix)
+				})
+			}
+		}
+	}
+}
+
+// TestStateTextReadsAnEarlierVersionsDecimal: a state an earlier version
+// stored in decimal, with its own TTL, is read as that number by the
+// decision script and both batch paths, on Redis and the embedded store,
+// and its first write stores hex with the expiry the state gives, not
+// the TTL found.
+func TestStateTextReadsAnEarlierVersionsDecimal(t *testing.T) {
+	ctx := context.Background()
+	forEachPath(t, func(t *testing.T, c *redis.Client, l sluice.Limiter, path, key, stateKey string) {
+		// Five a second, burst 5: 600 ms of deficit is three of the five
+		// tokens used.
+		limit := sluice.Limit{Rate: 5, Period: time.Second, Burst: 5}
+		now, err := c.Time(ctx).Result()
+		require.NoError(t, err)
+		tat := now.UnixMicro() + 600_000
+		require.NoError(t, c.Set(ctx, stateKey, strconv.FormatInt(tat, 10), 50*time.Second).Err())
+
+		d := decide(t, l, path, key, limit, 3)
+		require.False(t, d.Allowed, "two tokens left, not three")
+		d = decide(t, l, path, key, limit, 2)
+		require.True(t, d.Allowed, "two tokens left")
+		state, expiry := stateOf(t, c, stateKey)
+		require.Equal(t, tat+400_000, state, "two tokens more on the decimal state read")
+		require.InDelta(t, expiry, expiryOf(t, c, stateKey), 250, "the state's expiry, not the 50 s found")
+	})
+}
+
+// TestStateTextKeepsALaterExpiry: a write whose state expires no later
+// than the key does keeps the key's expiry (SETRANGE), and a write that
+// moves the state's whole second sets the new one, on every path, on
+// Redis and the embedded store.
+func TestStateTextKeepsALaterExpiry(t *testing.T) {
+	ctx := context.Background()
+	forEachPath(t, func(t *testing.T, c *redis.Client, l sluice.Limiter, path, key, stateKey string) {
+		// A microsecond a request: the state's second stays while the test
+		// runs (it is well under 10 s), so the expiry set 10 s later stays
+		// too.
+		fine := sluice.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000_000}
+		require.True(t, decide(t, l, path, key, fine, 1).Allowed)
+		_, first := stateOf(t, c, stateKey)
+		require.InDelta(t, first, expiryOf(t, c, stateKey), 250, "a new key: the state's expiry")
+		later := first + 10_000
+		require.NoError(t, c.PExpireAt(ctx, stateKey, time.UnixMilli(later)).Err())
+		require.True(t, decide(t, l, path, key, fine, 1).Allowed)
+		_, own := stateOf(t, c, stateKey)
+		require.LessOrEqual(t, own, first+1000)
+		require.InDelta(t, later, expiryOf(t, c, stateKey), 250, "the later expiry kept")
+
+		// A second a request: every write moves the state's second past
+		// the key's expiry, which follows it.
+		coarse := sluice.Limit{Rate: 1, Period: time.Second, Burst: 100_000_000}
+		for range 12 {
+			require.True(t, decide(t, l, path, key+":coarse", coarse, 1).Allowed)
+		}
+		coarseKey := strings.Replace(stateKey, key, key+":coarse", 1)
+		_, own = stateOf(t, c, coarseKey)
+		require.Greater(t, own, later, "twelve seconds of state")
+		require.InDelta(t, own, expiryOf(t, c, coarseKey), 250, "the new second's expiry")
+	})
+}
+
+// TestStateTextIsReadByAnEarlierVersion: the read of a state before this
+// version, tonumber without a base, takes the hex state for its number
+// on Redis and the embedded store, so a rolling upgrade decides alike on
+// both sides.
+func TestStateTextIsReadByAnEarlierVersion(t *testing.T) {
+	const state = 1_767_225_600_523_457
+	text := fmt.Sprintf("0x%014x", state)
+	for server, c := range scriptServers(t) {
+		got, err := c.Eval(context.Background(), "return tonumber(ARGV[1])", []string{"{st}:any"}, text).Int64()
+		require.NoError(t, err, server)
+		require.Equal(t, int64(state), got, server)
+	}
+}

@@ -1,0 +1,93 @@
+-- Sluice state text: how a Steps algorithm's state is read, kept and
+-- written. Each part below is written into step_body.lua and
+-- batch_step.lua where a line "-- <PART>" stands; they use the locals
+-- raw (the string read, or false), state, keep_at, expiry_us, wkey,
+-- server_clock, now, format and byte (DEFER also sets, nsets, ats,
+-- last_at and last_text).
+--
+-- A state is stored as "0x" and 14 hex digits: tonumber reads hex with a
+-- base through strtoul, at about a third of strtod's cost for decimal,
+-- and a fixed width lets SETRANGE replace it in place. A decimal state (an
+-- earlier version's) is still read; an earlier version reads the hex one
+-- (tonumber without a base takes a 0x prefix). gopher-lua (miniredis)
+-- reads a prefix only without a base, hence the second tonumber.
+--
+-- A key expires at the whole second after its state's expiry instant
+-- (the algorithm's expiry part), plus a second. With the server clock,
+-- every write of a hex state leaves the key expiring at that instant or
+-- later (KEEP reads it back from the state), so a write whose instant is
+-- no later keeps the key's expiry and sends only SETRANGE: a key written
+-- many times a second gets a new expiry about once a second. An expiry
+-- set by an earlier version is not trusted; with a clock passed in
+-- (now_us), the expiry is always set, relative to the server's clock.
+
+-- PARSE: raw -> state (an integer, or -1 when it is no number).
+if byte(raw, 2) == 120 then
+  state = tonumber(raw, 16) or tonumber(raw) or -1
+else
+  state = tonumber(raw) or -1
+end
+
+-- KEEP: after the state check passed, the instant the key expires at or
+-- after, when this version wrote it.
+if server_clock and #raw == 16 and byte(raw, 2) == 120 then
+-- EXPIRY
+  keep_at = expiry_us - expiry_us % 1000000 + 2000000
+end
+
+-- WRITE: state (false: delete) to wkey, for the single decision. (DEFER
+-- below is the same rule for the many keys of a batch, which costs a
+-- decision a table or two more.)
+if not state then
+  redis.call('DEL', wkey)
+else
+-- EXPIRY
+  local at = expiry_us - expiry_us % 1000000 + 2000000
+  local text = format('0x%014x', state)
+  if keep_at and at <= keep_at then
+    redis.call('SETRANGE', wkey, '0', text)
+  elseif server_clock then
+    redis.call('SET', wkey, text, 'PXAT', format('%d', at / 1000))
+  else
+    local ms = at - now
+    redis.call('SET', wkey, text, 'PX', format('%d', (ms - ms % 1000) / 1000))
+  end
+end
+
+-- DEFER: as WRITE, for one of many keys: a state that needs a new expiry
+-- joins sets (one MSET for all of them, then an expiry per key, costs
+-- less than a SET with PXAT each) and ats, its expiry's text, written
+-- out once for the keys that share it.
+if not state then
+  redis.call('DEL', wkey)
+else
+-- EXPIRY
+  local at = expiry_us - expiry_us % 1000000 + 2000000
+  local text = format('0x%014x', state)
+  if keep_at and at <= keep_at then
+    redis.call('SETRANGE', wkey, '0', text)
+  else
+    if at ~= last_at then
+      last_at = at
+      if server_clock then
+        last_text = format('%d', at / 1000)
+      else
+        local ms = at - now
+        last_text = format('%d', (ms - ms % 1000) / 1000)
+      end
+    end
+    sets[nsets + 1] = wkey
+    sets[nsets + 2] = text
+    nsets = nsets + 2
+    ats[nsets / 2] = last_text
+  end
+end
+
+-- FLUSH: the writes DEFER joined: MSET, then each key's expiry.
+if nsets > 0 then
+  redis.call('MSET', unpack(sets, 1, nsets))
+  local expire = server_clock and 'PEXPIREAT' or 'PEXPIRE'
+  for w = 1, nsets / 2 do
+    redis.call(expire, sets[2 * w - 1], ats[w])
+  end
+end
