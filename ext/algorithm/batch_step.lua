@@ -112,8 +112,20 @@ local kstate = {} -- key index -> its state: an integer, false (no key), -1 (not
 local kkeep = {}  -- key index -> the instant its key expires at or after (state_text.lua KEEP), or nil
 local written, kwritten = {}, {} -- key indexes with a pending write, in the order first written, and as a set
 
+-- Several keys: one MGET, which answers nil for a key of another type as
+-- for a missing one, so only a nil is looked at again (EXISTS). One key:
+-- GET, whose WRONGTYPE error pcall returns as a table.
+local values = nkeys > 1 and redis.call('MGET', unpack(KEYS))
 for j = 1, nkeys do
-  local raw = redis.pcall('GET', KEYS[j])
+  local raw
+  if values then
+    raw = values[j]
+    if not raw and redis.call('EXISTS', KEYS[j]) == 1 then
+      raw = WRONG_TYPE
+    end
+  else
+    raw = redis.pcall('GET', KEYS[j])
+  end
   local state, keep_at, expiry_us = raw, nil, 0
   local code = -1
   if type(raw) == 'table' then

@@ -18,17 +18,22 @@ func TestKeysExpireWithTheClock(t *testing.T) {
 	defer s.Close()
 	l, err := tokenbucket.New(s)
 	require.NoError(t, err)
-	_, err = l.AllowN(t.Context(), "k", sluice.PerSecond(10), 1) // 100 ms to full, PX 1100 ms
+	_, err = l.AllowN(t.Context(), "k", sluice.PerSecond(10), 1) // 100 ms to full
 	require.NoError(t, err)
-	require.True(t, s.Server().Exists("k"+tokenbucket.KeySuffix))
+	key := "k" + tokenbucket.KeySuffix
+	require.True(t, s.Server().Exists(key))
+	// The key lives to the whole second after full, plus a second.
+	ttl := s.Server().TTL(key)
+	require.Greater(t, ttl, 1100*time.Millisecond)
+	require.LessOrEqual(t, ttl, 2100*time.Millisecond)
 
 	// Move TTLs by hand instead of sleeping, as the ticker does with the
-	// wall clock: one second, then 200 ms more.
+	// wall clock: to 10 ms before the key's TTL, then to it.
 	base := s.lastTick
-	s.moveTTLs(base.Add(time.Second))
-	require.True(t, s.Server().Exists("k"+tokenbucket.KeySuffix))
-	s.moveTTLs(base.Add(1200 * time.Millisecond))
-	require.False(t, s.Server().Exists("k"+tokenbucket.KeySuffix), "expired after its TTL")
+	s.moveTTLs(base.Add(ttl - 10*time.Millisecond))
+	require.True(t, s.Server().Exists(key))
+	s.moveTTLs(base.Add(ttl))
+	require.False(t, s.Server().Exists(key), "expired after its TTL")
 }
 
 func TestCloseTwice(t *testing.T) {
