@@ -64,14 +64,10 @@ if implicit and nkeys > 1 then
   local sets, nsets, ats, last_at, last_text = {}, 0, {}, nil, nil -- DEFER's
   for j = 1, m do
     local raw = values[j]
-    local state, keep_at, expiry_us = raw, nil, 0
-    local code, dead = -1, dead_shape
+    local state, code, hex, keep_at, expiry_us = raw, -1, false, nil, 0
+    local dead = dead_shape
     if raw then
 -- PARSE
-      code = state
-      if not (state >= 0 and state <= 9007199254740992 and state % 1 == 0) then
-        code = -2
-      end
       fail = nil
 -- STATE
       if fail then
@@ -126,16 +122,11 @@ for j = 1, nkeys do
   else
     raw = redis.pcall('GET', KEYS[j])
   end
-  local state, keep_at, expiry_us = raw, nil, 0
-  local code = -1
+  local state, code, hex, keep_at, expiry_us = raw, -1, false, nil, 0
   if type(raw) == 'table' then
     state, code = WRONG_TYPE, -3
   elseif raw then
 -- PARSE
-    code = state
-    if not (state >= 0 and state <= 9007199254740992 and state % 1 == 0) then
-      code = -2
-    end
     -- The algorithm's check of a stored state, once per key: a key that
     -- fails it fails every request on it, as one script per request would.
     local fail = nil

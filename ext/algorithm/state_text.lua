@@ -1,16 +1,15 @@
 -- Sluice state text: how a Steps algorithm's state is read, kept and
 -- written. Each part below is written into step_body.lua and
 -- batch_step.lua where a line "-- <PART>" stands; they use the locals
--- raw (the string read, or false), state, keep_at, expiry_us, wkey,
--- server_clock, now, format and byte (DEFER also sets, nsets, ats,
+-- raw (the string read, or false), state, code, hex, keep_at, expiry_us,
+-- wkey, server_clock, now, format and byte (DEFER also sets, nsets, ats,
 -- last_at and last_text).
 --
 -- A state is stored as "0x" and 14 hex digits: tonumber reads hex with a
 -- base through strtoul, at about a third of strtod's cost for decimal,
 -- and a fixed width lets SETRANGE replace it in place. A decimal state (an
 -- earlier version's) is still read; an earlier version reads the hex one
--- (tonumber without a base takes a 0x prefix). gopher-lua (miniredis)
--- reads a prefix only without a base, hence the second tonumber.
+-- (tonumber without a base takes a 0x prefix).
 --
 -- A key expires at the whole second after its state's expiry instant
 -- (the algorithm's expiry part), plus a second. With the server clock,
@@ -21,16 +20,28 @@
 -- set by an earlier version is not trusted; with a clock passed in
 -- (now_us), the expiry is always set, relative to the server's clock.
 
--- PARSE: raw -> state (an integer, or -1 when it is no number).
-if byte(raw, 2) == 120 then
-  state = tonumber(raw, 16) or tonumber(raw) or -1
+-- PARSE: raw -> state (an integer, or -1 when it is no number), code
+-- (state when it is an integer in [0, 2^53], else -2) and hex (raw is
+-- this version's text). Only a 16-character string whose hex value is in
+-- range reads as hex: an earlier version's decimal state (16 digits
+-- from 1973 on) is out of range as hex and reads as decimal. Real Redis
+-- takes the first branch for its own text; gopher-lua (miniredis), whose
+-- tonumber takes a 0x prefix only without a base, the second.
+local v = #raw == 16 and tonumber(raw, 16)
+if v and v <= 9007199254740992 then
+  state, code, hex = v, v, true
 else
   state = tonumber(raw) or -1
+  code = state
+  if not (state >= 0 and state <= 9007199254740992 and state % 1 == 0) then
+    code = -2
+  end
+  hex = code >= 0 and #raw == 16 and byte(raw, 2) == 120
 end
 
 -- KEEP: after the state check passed, the instant the key expires at or
 -- after, when this version wrote it.
-if server_clock and #raw == 16 and byte(raw, 2) == 120 then
+if server_clock and hex then
 -- EXPIRY
   keep_at = expiry_us - expiry_us % 1000000 + 2000000
 end

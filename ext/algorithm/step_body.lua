@@ -10,7 +10,7 @@ if fail then
   return redis.error_reply(fail)
 end
 local raw = redis.call('GET', key)
-local state, keep_at = raw, nil
+local state, code, hex, keep_at = raw, -1, false, nil
 if raw then
 -- PARSE
 end
