@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"strconv"
 	"time"
 )
 
-// Store runs a [Script] atomically and returns its integer replies.
+// Store runs a [Script] atomically and returns its integer replies: an
+// array of integers, or one integer as a slice of one.
 //
 // Redis backends send EVALSHA and fall back to one EVAL when the server
 // answers NOSCRIPT (after a restart, a failover or SCRIPT FLUSH), so a lost
@@ -29,6 +31,7 @@ type Script struct {
 	source string
 	sha1   string
 	local  LocalFunc
+	hex    bool
 }
 
 // NewScript returns a Script for the Lua source and its Go twin. local may
@@ -36,6 +39,27 @@ type Script struct {
 func NewScript(source string, local LocalFunc) *Script {
 	sum := sha1.Sum([]byte(source))
 	return &Script{source: source, sha1: hex.EncodeToString(sum[:]), local: local}
+}
+
+// NewHexScript is [NewScript] for a script that reads its numeric
+// arguments in hex as well as in decimal ([Script.Arg]): Lua's tonumber
+// reads "0x1f" as 31, and tonumber(s, 16) reads hex through strtoul at
+// less than half the cost of decimal through strtod.
+func NewHexScript(source string, local LocalFunc) *Script {
+	s := NewScript(source, local)
+	s.hex = true
+	return s
+}
+
+// Arg returns v as a Redis store sends it to the script: "0x" and hex
+// digits when the script was made by [NewHexScript] and v is not
+// negative, else decimal. A store that sends decimal to every script
+// is still correct, only slower.
+func (s *Script) Arg(v int64) string {
+	if s.hex && v >= 0 {
+		return "0x" + strconv.FormatInt(v, 16)
+	}
+	return strconv.FormatInt(v, 10)
 }
 
 // Source returns the Lua source.

@@ -11,8 +11,10 @@
 // Limit (its capacity, any extra validation), its reset script, and the
 // twin of its body ([DecideFunc]); the twin runs in memstore, so the same
 // algorithm decides in process, on the embedded miniredis and on Redis.
-// Every decision script replies {allowed (0|1), remaining,
-// retry_after_us, reset_after_us}.
+// A decision body replies {allowed (0|1), remaining, retry_after_us,
+// reset_after_us}; the decision script of an algorithm given as steps
+// replies with one integer from which the limiter works out those figures
+// on the Go twin (step_single.lua).
 package algorithm
 
 import (
@@ -45,13 +47,65 @@ type DecideFunc func(tx sluice.LocalTx, a Args, dry bool) ([]int64, error)
 // NewScript returns the decision script made of the shared prelude and
 // body, paired with its Go twin: ParseArgs, then decide (never dry).
 func NewScript(body string, decide DecideFunc) *sluice.Script {
-	return sluice.NewScript(lib+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	return sluice.NewHexScript(lib+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		a, err := ParseArgs(tx, keys, args)
 		if err != nil {
 			return nil, err
 		}
 		return decide(tx, a, false)
 	})
+}
+
+// newStepScript returns the decision script of an algorithm given as
+// steps (the prelude and body, step_single.lua filled in), paired with
+// its Go twin: ParseArgs, then Decide, replying as the script does
+// (stepReply).
+func newStepScript(spec *Spec, body string) *sluice.Script {
+	return sluice.NewHexScript(lib+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+		a, err := ParseArgs(tx, keys, args)
+		if err != nil {
+			return nil, err
+		}
+		var offset int64
+		if state, ok := tx.Get(a.Key); ok && state > a.Now {
+			offset = state - a.Now
+		}
+		reply, err := spec.Decide(tx, a, false)
+		if err != nil {
+			return nil, err
+		}
+		return []int64{stepReply(offset, reply[0])}, nil
+	})
+}
+
+// stepReply is a Steps algorithm's decision reply (step_single.lua): the
+// state read less now (0 when missing or not after now), times 2, plus
+// allowed.
+func stepReply(offset, allowed int64) int64 { return offset*2 + allowed }
+
+// replaySingle turns a Steps algorithm's decision reply into the
+// decision: it decides the request again on the Go twin from the state
+// the reply gives, at an instant of 0 (such an algorithm decides on its
+// state less now alone), and requires the twin's allowed to be the
+// script's.
+func (l *Limiter) replaySingle(reply []int64, a Args, limit sluice.Limit) (sluice.Decision, error) {
+	if len(reply) != 1 || reply[0] < 0 || reply[0]>>1 > MaxNowMicros+MaxFillMicros {
+		return sluice.Decision{}, fmt.Errorf("%s: %w: %v", l.spec.Name, sluice.ErrUnexpectedReply, reply)
+	}
+	offset, scriptAllowed := reply[0]>>1, reply[0]&1
+	tx := &replayTx{state: map[string]int64{}, bad: map[string]bool{}}
+	if offset > 0 {
+		tx.state[a.Key] = offset
+	}
+	a.Now = 0
+	d, err := l.spec.Decide(tx, a, false)
+	if err != nil {
+		return sluice.Decision{}, fmt.Errorf("%s: %w: the Go twin refuses the state the script decided on: %v", l.spec.Name, sluice.ErrUnexpectedReply, err)
+	}
+	if d[0] != scriptAllowed {
+		return sluice.Decision{}, fmt.Errorf("%s: %w: the script and its Go twin disagree on whether it is allowed", l.spec.Name, sluice.ErrUnexpectedReply)
+	}
+	return l.parseReply(d, limit)
 }
 
 // Bounds shared by the prelude and ParseArgs.
@@ -175,8 +229,11 @@ type Spec struct {
 	Steps string
 	// Decide is Body's Go twin.
 	Decide DecideFunc
-	// Script decides: the prelude and Body, paired with Decide. Register
-	// sets it.
+	// Script decides: the prelude and Body, paired with Decide; for an
+	// algorithm given as steps, the prelude and the steps replying with
+	// one integer (step_single.lua), so that Redis returns no table, and
+	// a Steps algorithm must decide on its state less now alone, a state
+	// at or before now as a missing key. Register sets it.
 	Script *sluice.Script
 	// BatchScript decides many requests in one call (batch_args.lua, then
 	// batch_step.lua around Steps or batch.lua around Body). Register sets
@@ -215,10 +272,11 @@ func Register(spec *Spec) *Spec {
 		check, state, step, expiry := splitSteps(spec)
 		spec.Body = fillSteps(stepBodySource, check, state, step, expiry)
 		spec.BatchScript = newStepBatchScript(spec, check, state, step, expiry)
+		spec.Script = newStepScript(spec, fillSteps(stepSingleSource, check, state, step, expiry))
 	} else {
 		spec.BatchScript = newBatchScript(spec)
+		spec.Script = NewScript(spec.Body, spec.Decide)
 	}
-	spec.Script = NewScript(spec.Body, spec.Decide)
 	registry[spec.Name] = spec
 	return spec
 }
@@ -412,6 +470,9 @@ func (l *Limiter) run(ctx context.Context, key string, limit sluice.Limit, cost 
 	reply, err := l.store.Run(ctx, l.spec.Script, []string{key + l.spec.KeySuffix}, args)
 	if err != nil {
 		return sluice.Decision{}, fmt.Errorf("%s: %w", l.spec.Name, err)
+	}
+	if l.spec.Steps != "" {
+		return l.replaySingle(reply, Args{Key: key + l.spec.KeySuffix, Rate: limit.Rate, PeriodUs: limit.PeriodMicros(), Burst: limit.Burst, Cost: cost}, limit)
 	}
 	return l.parseReply(reply, limit)
 }

@@ -25,6 +25,9 @@ var stepBodySource string
 //go:embed state_text.lua
 var stateTextSource string
 
+//go:embed step_single.lua
+var stepSingleSource string
+
 // MaxBatch is the most requests one batch script call decides.
 const MaxBatch = sluice.MaxBatch
 
@@ -37,7 +40,7 @@ func newBatchScript(spec *Spec) *sluice.Script {
 		source = replaceMarker(source, "-- "+strings.ToUpper(name)+":",
 			"local function "+name+"(key, rate, period_us, burst, cost, now, dry)\n"+spec.Body+"\nend\n")
 	}
-	return sluice.NewScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	return sluice.NewHexScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		return runBatch(tx, keys, args, spec.Decide)
 	})
 }
@@ -50,7 +53,7 @@ func newStepBatchScript(spec *Spec, check, state, step, expiry string) *sluice.S
 	// closure made per call is a cost.
 	bounds, _, _ := strings.Cut(lib, "-- int_arg returns")
 	source := bounds + batchArgsSource + fillSteps(batchStepSource, check, state, step, expiry)
-	return sluice.NewScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	return sluice.NewHexScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		return runStepBatch(tx, keys, args, spec.Decide)
 	})
 }

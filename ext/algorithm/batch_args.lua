@@ -28,7 +28,10 @@
 -- or WRONGTYPE, 6 anything else, 7 OOM (Redis over maxmemory refused the
 -- request's first write). Keep in step with batch.go.
 
-local m = tonumber(ARGV[1])
+-- The numbers in decimal, or, when ARGV[1] starts with 0x, each one that
+-- is not negative as 0x and hex digits (prelude.lua says why).
+local hex = type(ARGV[1]) == 'string' and string.byte(ARGV[1], 2) == 120
+local m = hex and tonumber(ARGV[1], 16) or tonumber(ARGV[1])
 local s = 0
 if m and m >= 0 and m % 1 == 0 then
   s = m % 512
@@ -70,7 +73,7 @@ if now == nil or now == '' then
   now = t[1] * 1000000 + t[2] -- strings of digits, converted by the arithmetic
   server_clock = true
 else
-  now = tonumber(now)
+  now = hex and tonumber(now, 16) or tonumber(now)
   if not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
     return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
   end
@@ -84,7 +87,7 @@ if not implicit then
   for i = 1, m do
     local r = ARGV[refs + i]
     if r ~= last then
-      local v = tonumber(r)
+      local v = hex and tonumber(r, 16) or tonumber(r)
       if not (v and v >= 0 and v < 256 * nkeys and v % 1 == 0 and v % 256 < s) then
         return redis.error_reply('SLUICE_INVALID_KEY a request names no key or shape')
       end

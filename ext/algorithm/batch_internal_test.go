@@ -64,11 +64,12 @@ func TestBatchErrorCodes(t *testing.T) {
 	require.ErrorIs(t, l.batchError(batchCostExceedsBurst), sluice.ErrInvalidCost, "as AllowN's error does")
 }
 
-// A step batch's figures come from the Go twin, replayed from the states
-// the script read; where the twin's allowed is not the script's for a
-// request, AllowBatch fails with ErrUnexpectedReply rather than answer
-// with the twin's word. Here the script denies everything and the twin
-// allows everything; with an honest twin the same batch is decided.
+// A step batch's figures, and a Steps algorithm's single decision's,
+// come from the Go twin, replayed from the states the script read; where
+// the twin's allowed is not the script's for a request, AllowBatch and
+// AllowN fail with ErrUnexpectedReply rather than answer with the twin's
+// word. Here the script denies everything and the twin allows
+// everything; with an honest twin the same requests are decided.
 func TestStepBatchRefusesATwinThatDisagrees(t *testing.T) {
 	store, err := embedded.Start()
 	require.NoError(t, err)
@@ -85,7 +86,7 @@ func TestStepBatchRefusesATwinThatDisagrees(t *testing.T) {
 		}
 		check, state, step, expiry := splitSteps(spec)
 		spec.Body = fillSteps(stepBodySource, check, state, step, expiry)
-		spec.Script = NewScript(spec.Body, spec.Decide)
+		spec.Script = newStepScript(spec, fillSteps(stepSingleSource, check, state, step, expiry))
 		spec.BatchScript = newStepBatchScript(spec, check, state, step, expiry)
 		return spec
 	}
@@ -94,6 +95,9 @@ func TestStepBatchRefusesATwinThatDisagrees(t *testing.T) {
 	require.NoError(t, err)
 	_, err = liar.AllowBatch(context.Background(), reqs)
 	require.ErrorIs(t, err, sluice.ErrUnexpectedReply)
+	require.ErrorContains(t, err, "disagree")
+	_, err = liar.AllowN(context.Background(), "{s}:b", sluice.PerSecond(5), 1)
+	require.ErrorIs(t, err, sluice.ErrUnexpectedReply, "the single decision too")
 	require.ErrorContains(t, err, "disagree")
 
 	honest, err := New(newSpec(0), store)
@@ -104,4 +108,7 @@ func TestStepBatchRefusesATwinThatDisagrees(t *testing.T) {
 		require.NoError(t, r.Err)
 		require.False(t, r.Decision.Allowed)
 	}
+	d, err := honest.AllowN(context.Background(), "{s}:b", sluice.PerSecond(5), 1)
+	require.NoError(t, err)
+	require.False(t, d.Allowed)
 }

@@ -39,7 +39,17 @@ n = nkeys + 1 -- the allowed bits follow each key's state
 -- shape.
 local function shape(sh)
   local b = 1 + 4 * (sh - 1)
-  local rate, period_us, burst, cost = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  local rate, period_us, burst, cost
+  if hex then
+    rate, period_us, burst, cost = tonumber(ARGV[b + 1], 16), tonumber(ARGV[b + 2], 16), tonumber(ARGV[b + 3], 16), tonumber(ARGV[b + 4], 16)
+  end
+  -- Decimal, a negative cost, or gopher-lua (prelude.lua).
+  if not (rate and period_us and burst) then
+    rate, period_us, burst = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  end
+  if not (cost and cost >= 0 and cost <= 1e12) then
+    cost = tonumber(ARGV[b + 4])
+  end
   if not (period_us and period_us >= 1000 and period_us <= 31622400000000 and period_us % 1 == 0
       and rate and rate >= 1 and rate <= period_us and rate <= 1e12 and rate % 1 == 0
       and burst and burst >= 1 and burst <= 1e12 and burst % 1 == 0) then
@@ -150,7 +160,7 @@ if implicit then
   k, sh = 1, 1
 else
   local r = ARGV[refs + 1]
-  local v = tonumber(r)
+  local v = hex and tonumber(r, 16) or tonumber(r)
   sh = v % 256
   k = (v - sh) / 256 + 1
   sh = sh + 1
@@ -213,7 +223,7 @@ while i <= m do
         if not implicit and i <= m then
           local r = ARGV[refs + i]
           if r ~= last then
-            local v = tonumber(r)
+            local v = hex and tonumber(r, 16) or tonumber(r)
             sh = v % 256
             k = (v - sh) / 256 + 1
             sh = sh + 1

@@ -18,13 +18,15 @@
 -- no later keeps the key's expiry and sends only SETRANGE: a key written
 -- many times a second gets a new expiry about once a second. An expiry
 -- set by an earlier version is not trusted; with a clock passed in
--- (now_us), the expiry is always set, relative to the server's clock.
+-- (now_us), the expiry is always set, relative to the server's clock (a
+-- key is decided on one clock: states of two clocks mean different
+-- instants).
 
 -- PARSE: raw -> state (an integer, or -1 when it is no number), code
 -- (state when it is an integer in [0, 2^53], else -2) and hex (raw is
 -- this version's text). Only a 16-character string whose hex value is in
--- range reads as hex: an earlier version's decimal state (16 digits
--- from 1973 on) is out of range as hex and reads as decimal. Real Redis
+-- range reads as hex: an earlier version's decimal state is shorter or,
+-- at 16 digits, out of range as hex, and reads as decimal. Real Redis
 -- takes the first branch for its own text; gopher-lua (miniredis), whose
 -- tonumber takes a 0x prefix only without a base, the second.
 local v = #raw == 16 and tonumber(raw, 16)

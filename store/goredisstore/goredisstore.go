@@ -54,7 +54,7 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 	}
 	argv := make([]any, len(args))
 	for i, a := range args {
-		argv[i] = a
+		argv[i] = script.Arg(a)
 	}
 	res, err := s.client.EvalSha(ctx, script.SHA1(), keys, argv...).Result()
 	if err != nil && isNoScript(err) {
@@ -130,6 +130,9 @@ func isNoScript(err error) bool {
 }
 
 func intReplies(res any) ([]int64, error) {
+	if n, ok := res.(int64); ok {
+		return []int64{n}, nil // an integer reply: one value (sluice.Store)
+	}
 	arr, ok := res.([]any)
 	if !ok {
 		return nil, fmt.Errorf("goredisstore: %w: reply is %T, want an array", sluice.ErrUnexpectedReply, res)

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"syscall"
 
 	"github.com/redis/rueidis"
@@ -75,7 +74,7 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 	}
 	argv := make([]string, len(args))
 	for i, a := range args {
-		argv[i] = strconv.FormatInt(a, 10)
+		argv[i] = script.Arg(a)
 	}
 	res := s.run(ctx, script, keys, argv)
 	for range maxResends {
@@ -92,6 +91,9 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 			return nil, fmt.Errorf("rueidisstore: %w", ext.NewServerError(reply.Error()))
 		}
 		return nil, fmt.Errorf("rueidisstore: %w", err)
+	}
+	if n, err := res.AsInt64(); err == nil {
+		return []int64{n}, nil // an integer reply: one value (sluice.Store)
 	}
 	arr, err := res.ToArray()
 	if err != nil {
