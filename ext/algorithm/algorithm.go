@@ -14,7 +14,7 @@
 // A decision body replies {allowed (0|1), remaining, retry_after_us,
 // reset_after_us}; the decision script of an algorithm given as steps
 // replies with one integer from which the limiter works out those figures
-// on the Go twin (step_single.lua).
+// on the Go twin (step_body.lua).
 package algorithm
 
 import (
@@ -57,7 +57,7 @@ func NewScript(body string, decide DecideFunc) *sluice.Script {
 }
 
 // newStepScript returns the decision script of an algorithm given as
-// steps (the prelude and body, step_single.lua filled in), paired with
+// steps (the prelude and body, step_body.lua filled in), paired with
 // its Go twin: ParseArgs, then Decide, replying as the script does
 // (stepReply).
 func newStepScript(spec *Spec, body string) *sluice.Script {
@@ -78,7 +78,7 @@ func newStepScript(spec *Spec, body string) *sluice.Script {
 	})
 }
 
-// stepReply is a Steps algorithm's decision reply (step_single.lua): the
+// stepReply is a Steps algorithm's decision reply (step_body.lua): the
 // state read less now (0 when missing or not after now), times 2, plus
 // allowed.
 func stepReply(offset, allowed int64) int64 { return offset*2 + allowed }
@@ -231,7 +231,7 @@ type Spec struct {
 	Decide DecideFunc
 	// Script decides: the prelude and Body, paired with Decide; for an
 	// algorithm given as steps, the prelude and the steps replying with
-	// one integer (step_single.lua), so that Redis returns no table, and
+	// one integer (step_body.lua), so that Redis returns no table, and
 	// a Steps algorithm must decide on its state less now alone, a state
 	// at or before now as a missing key. Register sets it.
 	Script *sluice.Script
@@ -270,9 +270,9 @@ func Register(spec *Spec) *Spec {
 	}
 	if spec.Steps != "" {
 		check, state, step, expiry := splitSteps(spec)
-		spec.Body = fillSteps(stepBodySource, check, state, step, expiry)
+		spec.Body = fillSteps(stepTemplate(false), check, state, step, expiry)
 		spec.BatchScript = newStepBatchScript(spec, check, state, step, expiry)
-		spec.Script = newStepScript(spec, fillSteps(stepSingleSource, check, state, step, expiry))
+		spec.Script = newStepScript(spec, fillSteps(stepTemplate(true), check, state, step, expiry))
 	} else {
 		spec.BatchScript = newBatchScript(spec)
 		spec.Script = NewScript(spec.Body, spec.Decide)

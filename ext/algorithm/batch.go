@@ -25,8 +25,20 @@ var stepBodySource string
 //go:embed state_text.lua
 var stateTextSource string
 
-//go:embed step_single.lua
-var stepSingleSource string
+// stepTemplate returns step_body.lua for the decision script (single:
+// replying with one integer) or for Spec.Body (the four figures).
+func stepTemplate(single bool) string {
+	figures, offset, reply := "local figures = true -- the step fills in every figure of the reply", "",
+		"return {allowed, remaining, retry_after, reset_after}"
+	if single {
+		figures = "local figures = false -- the Go twin works out remaining and reset_after"
+		offset = "local offset = 0\nif state and state > now then\n  offset = state - now\nend"
+		reply = "return offset * 2 + allowed"
+	}
+	t := strings.Replace(stepBodySource, "\n-- FIGURES\n", "\n"+figures+"\n", 1)
+	t = strings.Replace(t, "\n-- OFFSET\n", "\n"+offset+"\n", 1)
+	return strings.Replace(t, "\n-- RETURN\n", "\n"+reply+"\n", 1)
+}
 
 // MaxBatch is the most requests one batch script call decides.
 const MaxBatch = sluice.MaxBatch

@@ -85,8 +85,8 @@ func TestStepBatchRefusesATwinThatDisagrees(t *testing.T) {
 			},
 		}
 		check, state, step, expiry := splitSteps(spec)
-		spec.Body = fillSteps(stepBodySource, check, state, step, expiry)
-		spec.Script = newStepScript(spec, fillSteps(stepSingleSource, check, state, step, expiry))
+		spec.Body = fillSteps(stepTemplate(false), check, state, step, expiry)
+		spec.Script = newStepScript(spec, fillSteps(stepTemplate(true), check, state, step, expiry))
 		spec.BatchScript = newStepBatchScript(spec, check, state, step, expiry)
 		return spec
 	}
