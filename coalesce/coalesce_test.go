@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -492,4 +493,36 @@ func TestByHashTagKeepsUntaggedKeysAlone(t *testing.T) {
 type batchNext interface {
 	sluice.Limiter
 	sluice.BatchLimiter
+}
+
+// TestTheDefaultBoundIsPerCPU: with no WithMaxInFlight, calls go straight
+// through until DefaultMaxInFlightPerCPU × GOMAXPROCS are in flight, and
+// the next one queues.
+func TestTheDefaultBoundIsPerCPU(t *testing.T) {
+	g := newGate(t)
+	l, err := coalesce.New(g)
+	require.NoError(t, err)
+	require.Equal(t, 2, coalesce.DefaultMaxInFlightPerCPU, "docs/scaling.md says 2 x GOMAXPROCS")
+	bound := coalesce.DefaultMaxInFlightPerCPU * runtime.GOMAXPROCS(0)
+	done := make(chan error, bound+1)
+	for i := range bound + 1 {
+		go func() {
+			_, err := l.AllowN(context.Background(), fmt.Sprintf("k%d", i), sluice.PerSecond(10), 1)
+			done <- err
+		}()
+	}
+	for i := range bound {
+		select {
+		case <-g.entered:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d calls went through of a bound of %d", i, bound)
+		}
+	}
+	require.Eventually(t, func() bool { return l.Stats().Queued == 1 }, 5*time.Second, time.Millisecond,
+		"the call beyond the bound waits")
+	close(g.open)
+	for range bound + 1 {
+		require.NoError(t, <-done)
+	}
+	require.Len(t, g.batches, bound+1, "bound calls, then the queued one")
 }
