@@ -130,6 +130,9 @@ func TestScriptRejectsBadArguments(t *testing.T) {
 		"redis": func(t *testing.T) sluicetest.Tier {
 			return redistest.RueidisTier(t, redistest.SharedRedis(t))
 		},
+		"redis/decimal": func(t *testing.T) sluicetest.Tier {
+			return redistest.DecimalTier(t, redistest.SharedRedis(t))
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tier := newTier(t)

@@ -16,10 +16,13 @@
 // meanwhile), and each limit's own Decision (Remaining, RetryAfter,
 // ResetAfter), which HTTP middleware can report per policy.
 //
-// One script holds every algorithm's decision code (the same Lua text as
-// the algorithms' own scripts). It decides every limit without writing,
-// then, only if all allow, decides them again and writes: the atomic
-// script and its fixed clock make the second pass agree with the first.
+// A call of one check is that algorithm's own decision: the script its
+// Limiter runs. A call of several runs one script that holds every
+// algorithm's decision code (the same Lua text as the algorithms' own
+// scripts). It decides every limit without writing, then, only if all
+// allow, decides them again and writes: the atomic script and its fixed
+// clock make the second pass agree with the first. An algorithm given as
+// steps (the token bucket, GCRA) reads its key once for both passes.
 package multilimit
 
 import (
@@ -65,33 +68,55 @@ var source string
 
 var (
 	specs  = make([]*algorithm.Spec, len(algorithms))
-	script = sluice.NewScript(buildSource(), runLocal)
+	script = sluice.NewHexScript(buildSource(), runLocal)
 )
 
-// buildSource puts every algorithm's body, as a function, in place of the
-// script's ALGORITHMS line.
+// buildSource writes the script's ALGORITHMS line (how many algorithms
+// there are, and which are given as steps) and its DEFINE line: the
+// function of each algorithm, made only when a call uses it, its step
+// function (algorithm.StepFunction) for an algorithm given as steps, else
+// its body.
 func buildSource() string {
-	var b strings.Builder
-	names := make([]string, len(algorithms))
+	var header, define strings.Builder
+	var stepped []string
 	for i, a := range algorithms {
 		specs[i] = algorithm.Registered(string(a))
 		if specs[i] == nil {
 			panic("multilimit: algorithm " + string(a) + " is not registered")
 		}
-		names[i] = "body_" + string(a)
-		fmt.Fprintf(&b, "local function %s(key, rate, period_us, burst, cost, now, dry)\n%s\nend\n\n", names[i], specs[i].Body)
+		id := i + 1
+		if i == 0 {
+			fmt.Fprintf(&define, "if id == %d then\n", id)
+		} else {
+			fmt.Fprintf(&define, "elseif id == %d then\n", id)
+		}
+		if specs[i].Steps == "" {
+			fmt.Fprintf(&define, "bodies[%d] = function(key, rate, period_us, burst, cost, now, dry)\n%s\nend\n", id, specs[i].Body)
+			continue
+		}
+		fn, err := algorithm.StepFunction(specs[i])
+		if err != nil {
+			panic("multilimit: " + err.Error())
+		}
+		fmt.Fprintf(&define, "bodies[%d] = %s\n", id, strings.TrimRight(fn, "\n"))
+		stepped = append(stepped, fmt.Sprintf("[%d] = true", id))
 	}
-	fmt.Fprintf(&b, "local bodies = {%s}\n", strings.Join(names, ", "))
-	const marker = "-- ALGORITHMS:"
-	at := strings.Index(source, marker)
+	define.WriteString("end")
+	fmt.Fprintf(&header, "local algorithms = %d\nlocal stepped = {%s}", len(algorithms), strings.Join(stepped, ", "))
+	text := replaceLine(source, "-- ALGORITHMS:", header.String())
+	return algorithm.Lib() + replaceLine(text, "-- DEFINE:", define.String())
+}
+
+// replaceLine puts text in place of the line of source that starts with
+// marker.
+func replaceLine(source, marker, text string) string {
+	at := strings.Index(source, "\n"+marker)
 	if at < 0 {
-		panic("multilimit: multilimit.lua has no ALGORITHMS line")
+		panic("multilimit: multilimit.lua has no " + marker + " line")
 	}
-	end := at + strings.Index(source[at:], "\n\n") // the comment's end
-	if end < at {
-		panic("multilimit: multilimit.lua's ALGORITHMS comment has no end")
-	}
-	return algorithm.Lib() + source[:at] + b.String() + source[end+2:]
+	at++
+	end := at + strings.Index(source[at:], "\n")
+	return source[:at] + text + source[end:]
 }
 
 // Script returns the multi-limit script paired with its Go model.
@@ -149,6 +174,9 @@ type Decision struct {
 type Limiter struct {
 	store sluice.Store
 	clock sluice.Clock
+	// single decides a call of one check: its algorithm's own decision
+	// script, which costs Redis about half the two passes of this one.
+	single []*algorithm.Limiter
 }
 
 // Option configures a [Limiter]. A nil Option is an error, as is an
@@ -185,7 +213,19 @@ func New(store sluice.Store, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
-	return &Limiter{store: store, clock: c.clock}, nil
+	l := &Limiter{store: store, clock: c.clock, single: make([]*algorithm.Limiter, len(specs))}
+	for i, spec := range specs {
+		var opts []algorithm.Option
+		if c.clock != nil {
+			opts = append(opts, algorithm.WithClock(c.clock))
+		}
+		single, err := algorithm.New(spec, store, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("multilimit: %w", err)
+		}
+		l.single[i] = single
+	}
+	return l, nil
 }
 
 // AllowN checks a request of cost n against every check, all or nothing.
@@ -219,6 +259,9 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 			}
 		}
 		args = append(args, int64(id+1), c.Limit.Rate, c.Limit.PeriodMicros(), c.Limit.Burst)
+	}
+	if len(checks) == 1 {
+		return l.allowOne(ctx, checks[0], n)
 	}
 	if l.clock != nil {
 		t := l.clock.Now()
@@ -254,6 +297,22 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 		d.RetryAfter = max(d.RetryAfter, ld.RetryAfter)
 	}
 	return d, nil
+}
+
+// allowOne decides a call of one check, validated, by its algorithm's own
+// decision script: all or nothing of one limit is that limit's decision,
+// on the same state key.
+func (l *Limiter) allowOne(ctx context.Context, c Check, n int64) (Decision, error) {
+	id, _ := specOf(c.Algorithm)
+	d, err := l.single[id].AllowN(ctx, c.Key, c.Limit, n)
+	if err != nil {
+		return Decision{}, fmt.Errorf("multilimit: %w", err)
+	}
+	out := Decision{Allowed: d.Allowed, Denied: -1, Limits: []sluice.Decision{d}}
+	if !d.Allowed {
+		out.Denied, out.RetryAfter = 0, d.RetryAfter
+	}
+	return out, nil
 }
 
 // Validate reports whether a check of algorithm a can enforce limit at a

@@ -55,6 +55,9 @@ func tiers() map[string]func(t *testing.T) sluicetest.Tier {
 		"redis/rueidis": func(t *testing.T) sluicetest.Tier {
 			return redistest.RueidisTier(t, redistest.SharedRedis(t))
 		},
+		"redis/decimal": func(t *testing.T) sluicetest.Tier { // every argument in decimal, not hex
+			return redistest.DecimalTier(t, redistest.SharedRedis(t))
+		},
 		"cluster/go-redis": func(t *testing.T) sluicetest.Tier {
 			return redistest.GoRedisClusterTier(t, redistest.SharedCluster(t))
 		},

@@ -2,45 +2,17 @@ package tokenbucket_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sluicetest/builtins"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 )
-
-// decimalStore runs scripts as a store that knows nothing of
-// sluice.NewHexScript would: every argument in decimal.
-type decimalStore struct{ c *redis.Client }
-
-func (s decimalStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
-	argv := make([]any, len(args))
-	for i, a := range args {
-		argv[i] = strconv.FormatInt(a, 10)
-	}
-	res, err := s.c.Eval(ctx, script.Source(), keys, argv...).Result()
-	if rerr, ok := err.(redis.Error); ok && err != redis.Nil {
-		return nil, ext.NewServerError(rerr.Error())
-	}
-	if err != nil {
-		return nil, err
-	}
-	if n, ok := res.(int64); ok {
-		return []int64{n}, nil // an integer reply: one value (sluice.Store)
-	}
-	var out []int64
-	for _, v := range res.([]any) {
-		out = append(out, v.(int64))
-	}
-	return out, nil
-}
 
 // TestHexArgumentsDecideAsDecimal: every algorithm decides the same
 // requests, refunds and batches alike whether its arguments go in hex
@@ -58,7 +30,7 @@ func TestHexArgumentsDecideAsDecimal(t *testing.T) {
 				clock := sluicetest.NewFakeClock(sluicetest.Epoch)
 				inHex, err := alg.New(hexStore, clock)
 				require.NoError(t, err)
-				inDecimal, err := alg.New(decimalStore{c}, clock)
+				inDecimal, err := alg.New(redistest.DecimalStore(c), clock)
 				require.NoError(t, err)
 				key := "{hex}:" + server + ":" + alg.Name
 				limit := sluice.Limit{Rate: 10, Period: time.Second, Burst: 10}

@@ -56,6 +56,18 @@ func GoRedisTier(t *testing.T, server *RedisServer) sluicetest.Tier {
 	return tier
 }
 
+// DecimalTier is the Lua scripts on a real redis-server through
+// DecimalStore: every argument in decimal, as a store that knows nothing
+// of sluice.NewHexScript sends them.
+func DecimalTier(t *testing.T, server *RedisServer) sluicetest.Tier {
+	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	tier := goRedisInspect(client)
+	tier.Name = "redis/decimal"
+	tier.Store = DecimalStore(client)
+	return tier
+}
+
 // RueidisTier is the Lua scripts on a real redis-server through rueidis.
 func RueidisTier(t *testing.T, server *RedisServer) sluicetest.Tier {
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})

@@ -159,8 +159,16 @@ func cases() []testCase {
 			}})
 		}
 	}
-	for _, checks := range []int{1, 2} {
-		cs = append(cs, testCase{name: fmt.Sprintf("multilimit, %d limits", checks), perCall: 1, target: targetSingle,
+	tb := multilimit.Check{Key: "{t1}:m:tb", Limit: allowAll("tokenbucket"), Algorithm: multilimit.TokenBucket}
+	for _, m := range []struct {
+		name   string
+		checks []multilimit.Check
+	}{
+		{"multilimit, 1 limits", []multilimit.Check{tb}},
+		{"multilimit, 2 limits", []multilimit.Check{tb, {Key: "{t1}:m:fw", Limit: allowAll("fixedwindow"), Algorithm: multilimit.FixedWindow}}},
+		{"multilimit, tokenbucket + gcra", []multilimit.Check{tb, {Key: "{t1}:m:gcra", Limit: allowAll("gcra"), Algorithm: multilimit.GCRA}}},
+	} {
+		cs = append(cs, testCase{name: m.name, perCall: 1, target: targetSingle,
 			setup: func(_ context.Context, c *redis.Client) (call, error) {
 				store, err := goredisstore.New(c)
 				if err != nil {
@@ -170,12 +178,8 @@ func cases() []testCase {
 				if err != nil {
 					return nil, err
 				}
-				all := []multilimit.Check{
-					{Key: "{t1}:m:tb", Limit: allowAll("tokenbucket"), Algorithm: multilimit.TokenBucket},
-					{Key: "{t1}:m:fw", Limit: allowAll("fixedwindow"), Algorithm: multilimit.FixedWindow},
-				}
 				return func(ctx context.Context) error {
-					d, err := ml.AllowN(ctx, all[:checks], 1)
+					d, err := ml.AllowN(ctx, m.checks, 1)
 					if err == nil && !d.Allowed {
 						err = errors.New("denied")
 					}

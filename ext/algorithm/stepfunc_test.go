@@ -1,0 +1,57 @@
+package algorithm_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/fixedwindow"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
+	"github.com/sluicehq/sluice/ext/algorithm"
+	"github.com/sluicehq/sluice/sluicetest/redistest"
+	"github.com/sluicehq/sluice/store/embedded"
+)
+
+// TestStepFunction: an algorithm given as steps becomes a function that
+// decides dry without writing and then, on what it read, for real; any
+// other spec is an error.
+func TestStepFunction(t *testing.T) {
+	_, err := algorithm.StepFunction(nil)
+	require.ErrorContains(t, err, "a nil spec")
+	_ = fixedwindow.Script()
+	_, err = algorithm.StepFunction(algorithm.Registered("fixedwindow"))
+	require.ErrorContains(t, err, "fixedwindow is not given as steps")
+
+	_ = tokenbucket.Script()
+	fn, err := algorithm.StepFunction(algorithm.Registered("tokenbucket"))
+	require.NoError(t, err)
+	// A burst of 2 at 1/s: dry, then for real, twice, then a denial.
+	script := sluice.NewScript(algorithm.Lib()+`
+local server_clock = false
+local f = `+fn+`
+local key, now, out = KEYS[1], 1000000000000000, {}
+for i = 1, 3 do
+  local fail, allowed, remaining, retry_after, reset_after, raw = f(key, nil, 1, 1000000, 2, 1, now, true)
+  if fail then return redis.error_reply(fail) end
+  out[#out + 1] = allowed
+  out[#out + 1] = redis.call('EXISTS', key) -- dry wrote nothing
+  if allowed == 1 then
+    fail, allowed = f(key, raw, 1, 1000000, 2, 1, now, false)
+    out[#out + 1] = allowed
+  end
+end
+return out`, nil)
+	emb, err := embedded.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = emb.Close() })
+	for name, store := range map[string]sluice.Store{
+		"embedded": emb,
+		"redis":    redistest.GoRedisTier(t, redistest.SharedRedis(t)).Store,
+	} {
+		key := sluice.Key("stepfunction", name) + ":tb"
+		got, err := store.Run(t.Context(), script, []string{key}, nil)
+		require.NoError(t, err, name)
+		require.Equal(t, []int64{1, 0, 1, 1, 1, 1, 0, 1}, got, name)
+	}
+}

@@ -1,0 +1,52 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
+)
+
+// DecimalStore runs scripts on c as a store that knows nothing of
+// sluice.NewHexScript would: every argument in decimal, each call an EVAL
+// of the script's source. Tests compare it with Sluice's stores, which
+// send hex.
+func DecimalStore(c *redis.Client) sluice.Store { return decimalStore{c} }
+
+type decimalStore struct{ c *redis.Client }
+
+func (s decimalStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
+	argv := make([]any, len(args))
+	for i, a := range args {
+		argv[i] = strconv.FormatInt(a, 10)
+	}
+	res, err := s.c.Eval(ctx, script.Source(), keys, argv...).Result()
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !errors.Is(err, redis.Nil) {
+		return nil, ext.NewServerError(rerr.Error())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := res.(int64); ok {
+		return []int64{n}, nil // an integer reply: one value (sluice.Store)
+	}
+	values, ok := res.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: %v", sluice.ErrUnexpectedReply, res)
+	}
+	out := make([]int64, len(values))
+	for i, v := range values {
+		n, ok := v.(int64)
+		if !ok {
+			return nil, fmt.Errorf("%w: %v", sluice.ErrUnexpectedReply, res)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
