@@ -150,6 +150,7 @@ func TestScriptRejectsBadArguments(t *testing.T) {
 				{[]string{k}, []int64{6, 1, 1, 5, 1_000_000, 5}, sluice.ErrCostExceedsBurst, ext.CodeCostExceedsBurst},
 				{[]string{k}, []int64{1, 2, 1, 5, 1_000_000, 5}, sluice.ErrInvalidKey, ext.CodeInvalidKey},          // m != #KEYS
 				{[]string{k}, []int64{1, 1, 1, 5, 1_000_000}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit},         // short
+				{[]string{k}, []int64{1}, sluice.ErrInvalidKey, ext.CodeInvalidKey},                                 // no count
 				{[]string{k}, []int64{1, 1, 5, 20_000, 1_000_000, 5}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit}, // sliding log rate
 			} {
 				_, err := tier.Store.Run(t.Context(), multilimit.Script(), tc.keys, tc.args)

@@ -214,12 +214,12 @@ func New(store sluice.Store, opts ...Option) (*Limiter, error) {
 		}
 	}
 	l := &Limiter{store: store, clock: c.clock, single: make([]*algorithm.Limiter, len(specs))}
+	var singleOpts []algorithm.Option
+	if c.clock != nil {
+		singleOpts = append(singleOpts, algorithm.WithClock(c.clock))
+	}
 	for i, spec := range specs {
-		var opts []algorithm.Option
-		if c.clock != nil {
-			opts = append(opts, algorithm.WithClock(c.clock))
-		}
-		single, err := algorithm.New(spec, store, opts...)
+		single, err := algorithm.New(spec, store, singleOpts...)
 		if err != nil {
 			return nil, fmt.Errorf("multilimit: %w", err)
 		}

@@ -7,9 +7,9 @@
 --             all in one Redis Cluster slot
 -- ARGV[1]     cost, integer in [0, 1e12]; 0 peeks
 -- ARGV[2]     m, the number of limits, integer in [1, 16]
--- ARGV[3..]   per limit: algorithm (1-based index in the list that
---             multilimit.go puts in place of the ALGORITHMS line below),
---             rate, period_us, burst (as prelude.lua)
+-- ARGV[3..]   per limit: algorithm (1-based index in multilimit.go's
+--             algorithms, whose functions it writes at the DEFINE line
+--             below), rate, period_us, burst (as prelude.lua)
 -- ARGV[3+4m]  optional now_us; absent or "" reads the server clock (TIME)
 --
 -- Each number in decimal, or, when ARGV[1] starts with 0x, each one as 0x
@@ -50,7 +50,7 @@ end
 if not (cost and cost >= 0 and cost <= 1e12 and cost % 1 == 0) then
   return redis.error_reply('SLUICE_INVALID_COST cost must be an integer')
 end
-local m = hex and tonumber(ARGV[2], 16)
+local m = hex and ARGV[2] and tonumber(ARGV[2], 16) -- Lua 5.1's tonumber(nil, 16) raises
 if not (m and m <= 16) then
   m = tonumber(ARGV[2])
 end

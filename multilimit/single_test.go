@@ -15,7 +15,8 @@ import (
 // TestOneCheckIsItsAlgorithmsDecision: a call of one check decides as
 // that algorithm's own Limiter on the same key, on every tier: each
 // decision equal, requests, peeks and denials alike, and each sees the
-// other's consumption (one state key).
+// other's consumption (one state key). The multi-limit script, which the
+// call no longer runs for one check, replies the same figures for it.
 func TestOneCheckIsItsAlgorithmsDecision(t *testing.T) {
 	for name, newTier := range tiers() {
 		t.Run(name, func(t *testing.T) {
@@ -33,12 +34,24 @@ func TestOneCheckIsItsAlgorithmsDecision(t *testing.T) {
 					check := func(k string) []multilimit.Check {
 						return []multilimit.Check{{Key: k, Limit: limit, Algorithm: multilimit.Algorithm(alg.Name)}}
 					}
+					viaScript := sluice.Key(sluicetest.UniqueKey(t)+":script") + alg.KeySuffix
 					for i, n := range []int64{1, 2, 0, 1, 3, 1, 0, 2} {
 						got, err := ml.AllowN(t.Context(), check(key), n)
 						require.NoError(t, err)
 						want, err := own.AllowN(t.Context(), twin, limit, n)
 						require.NoError(t, err)
 						require.Equal(t, want, got.Limits[0], "call %d", i)
+						// The two passes of the multi-limit script decide one
+						// limit as its own script does.
+						reply, err := tier.Store.Run(t.Context(), multilimit.Script(), []string{viaScript},
+							[]int64{n, 1, algorithmID[alg.Name], limit.Rate, limit.PeriodMicros(), limit.Burst, clock.Now().UnixMicro()})
+						require.NoError(t, err)
+						denied := int64(0)
+						if !want.Allowed {
+							denied = 1
+						}
+						require.Equal(t, []int64{boolInt(want.Allowed), denied, want.Remaining,
+							want.RetryAfter.Microseconds(), want.ResetAfter.Microseconds()}, reply, "call %d", i)
 						require.Equal(t, want.Allowed, got.Allowed, "call %d", i)
 						if want.Allowed {
 							require.Equal(t, -1, got.Denied, "call %d", i)
@@ -58,6 +71,55 @@ func TestOneCheckIsItsAlgorithmsDecision(t *testing.T) {
 					require.NoError(t, err)
 					require.Equal(t, before.Limits[0].Remaining-1, after.Limits[0].Remaining)
 				})
+			}
+		})
+	}
+}
+
+// algorithmID numbers the algorithms as multilimit.lua's arguments do.
+var algorithmID = map[string]int64{"tokenbucket": 1, "gcra": 2, "fixedwindow": 3, "slidingcounter": 4, "slidinglog": 5}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestStepFunctionsWriteTheStateText: on the server's clock, a call of
+// several limits writes a token bucket's and GCRA's state as their own
+// scripts do (ext/algorithm state_text.lua): "0x" and 14 hex digits, the
+// key expiring within three seconds.
+func TestStepFunctionsWriteTheStateText(t *testing.T) {
+	for name, newTier := range tiers() {
+		if name == "memstore" || name == "miniredis" {
+			continue // the Go twin keeps no text; miniredis's clock is still
+		}
+		t.Run(name, func(t *testing.T) {
+			tier := newTier(t)
+			ml, err := multilimit.New(tier.Store)
+			require.NoError(t, err)
+			tenant := sluicetest.UniqueKey(t)
+			limit := sluice.Limit{Rate: 1000, Period: time.Second, Burst: 1000}
+			checks := []multilimit.Check{
+				{Key: sluice.Key(tenant, "a"), Limit: limit, Algorithm: multilimit.TokenBucket},
+				{Key: sluice.Key(tenant, "b"), Limit: limit, Algorithm: multilimit.GCRA},
+			}
+			for range 3 {
+				d, err := ml.AllowN(t.Context(), checks, 1)
+				require.NoError(t, err)
+				require.True(t, d.Allowed)
+			}
+			for _, key := range []string{checks[0].Key + ":tb", checks[1].Key + ":gcra"} {
+				raw, found, err := tier.Get(t.Context(), key)
+				require.NoError(t, err)
+				require.True(t, found, key)
+				require.Regexp(t, `^0x[0-9a-f]{14}$`, raw, key)
+				ttl, ok, err := tier.TTL(t.Context(), key)
+				require.NoError(t, err)
+				require.True(t, ok, "%s has an expiry", key)
+				require.Greater(t, ttl, time.Duration(0), key)
+				require.LessOrEqual(t, ttl, 3*time.Second, key)
 			}
 		})
 	}

@@ -31,5 +31,9 @@ func StepFunction(spec *Spec) (string, error) {
 	}
 	check, state, step, expiry := splitSteps(spec)
 	text := fillSteps(stepFunctionSource, check, state, step, expiry)
-	return text[strings.Index(text, "\nfunction(")+1:], nil
+	at := strings.Index(text, "\nfunction(")
+	if at < 0 {
+		panic("algorithm: step_function.lua has no line that starts with function(")
+	}
+	return text[at+1:], nil
 }

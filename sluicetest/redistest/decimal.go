@@ -12,8 +12,8 @@ import (
 	"github.com/sluicehq/sluice/ext"
 )
 
-// DecimalStore runs scripts on c as a store that knows nothing of
-// sluice.NewHexScript would: every argument in decimal, each call an EVAL
+// DecimalStore runs scripts on c as a store unaware of
+// sluice.NewHexScript does: every argument in decimal, each call an EVAL
 // of the script's source. Tests compare it with Sluice's stores, which
 // send hex.
 func DecimalStore(c *redis.Client) sluice.Store { return decimalStore{c} }

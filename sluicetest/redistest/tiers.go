@@ -57,8 +57,8 @@ func GoRedisTier(t *testing.T, server *RedisServer) sluicetest.Tier {
 }
 
 // DecimalTier is the Lua scripts on a real redis-server through
-// DecimalStore: every argument in decimal, as a store that knows nothing
-// of sluice.NewHexScript sends them.
+// DecimalStore: every argument in decimal, as a store unaware of
+// sluice.NewHexScript sends them.
 func DecimalTier(t *testing.T, server *RedisServer) sluicetest.Tier {
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
