@@ -237,31 +237,18 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 	if len(checks) == 0 || len(checks) > maxLimits {
 		return Decision{}, fmt.Errorf("multilimit: %w: 1 to %d checks, got %d", sluice.ErrInvalidLimit, maxLimits, len(checks))
 	}
-	keys := make([]string, len(checks))
-	args := make([]int64, 2, 3+4*len(checks))
-	args[0], args[1] = n, int64(len(checks))
-	for i, c := range checks {
-		id, spec := specOf(c.Algorithm)
-		if err := ext.ValidateKey(c.Key); err != nil {
-			return Decision{}, fmt.Errorf("multilimit: check %d: %w", i, err)
-		}
-		if err := c.Algorithm.Validate(c.Limit, n); err != nil {
-			return Decision{}, fmt.Errorf("multilimit: check %d: %w", i, err)
-		}
-		keys[i] = c.Key + spec.KeySuffix
-		if ext.HashSlot(keys[i]) != ext.HashSlot(keys[0]) {
-			return Decision{}, ErrCrossSlot
-		}
-		for j := range i {
-			if keys[j] == keys[i] {
-				return Decision{}, fmt.Errorf("multilimit: %w: checks %d and %d are the same state (key %q, algorithm %s); "+
-					"one call checks a state once", sluice.ErrInvalidKey, j, i, c.Key, spec.Name)
-			}
-		}
-		args = append(args, int64(id+1), c.Limit.Rate, c.Limit.PeriodMicros(), c.Limit.Burst)
+	keys, err := stateKeys(checks, n)
+	if err != nil {
+		return Decision{}, err
 	}
 	if len(checks) == 1 {
 		return l.allowOne(ctx, checks[0], n)
+	}
+	args := make([]int64, 2, 3+4*len(checks))
+	args[0], args[1] = n, int64(len(checks))
+	for _, c := range checks {
+		id, _ := specOf(c.Algorithm)
+		args = append(args, int64(id+1), c.Limit.Rate, c.Limit.PeriodMicros(), c.Limit.Burst)
 	}
 	if l.clock != nil {
 		t := l.clock.Now()
@@ -297,6 +284,32 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 		d.RetryAfter = max(d.RetryAfter, ld.RetryAfter)
 	}
 	return d, nil
+}
+
+// stateKeys validates checks for a cost of n and returns their state
+// keys: each valid, all in one slot, no state twice.
+func stateKeys(checks []Check, n int64) ([]string, error) {
+	keys := make([]string, len(checks))
+	for i, c := range checks {
+		_, spec := specOf(c.Algorithm)
+		if err := ext.ValidateKey(c.Key); err != nil {
+			return nil, fmt.Errorf("multilimit: check %d: %w", i, err)
+		}
+		if err := c.Algorithm.Validate(c.Limit, n); err != nil {
+			return nil, fmt.Errorf("multilimit: check %d: %w", i, err)
+		}
+		keys[i] = c.Key + spec.KeySuffix
+		if ext.HashSlot(keys[i]) != ext.HashSlot(keys[0]) {
+			return nil, ErrCrossSlot
+		}
+		for j := range i {
+			if keys[j] == keys[i] {
+				return nil, fmt.Errorf("multilimit: %w: checks %d and %d are the same state (key %q, algorithm %s); "+
+					"one call checks a state once", sluice.ErrInvalidKey, j, i, c.Key, spec.Name)
+			}
+		}
+	}
+	return keys, nil
 }
 
 // allowOne decides a call of one check, validated, by its algorithm's own
