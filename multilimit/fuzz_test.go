@@ -17,9 +17,10 @@ import (
 
 // FuzzScriptMatchesModel: random sequences of multi-limit calls (1 to 3
 // limits of any algorithms from a table, costs, time steps forwards and
-// backwards) through
-// the Lua script on a real redis-server and through the Go model; every
-// decision must be identical. Each 6 bytes of input are one call.
+// backwards) through the Lua scripts on a real redis-server (the one-pass
+// script when every limit is a token bucket or GCRA, else the two-pass
+// one) and through their Go models; every decision must be identical.
+// Each 6 bytes of input are one call.
 //
 //	go test -run '^$' -fuzz FuzzScriptMatchesModel ./multilimit/
 func FuzzScriptMatchesModel(f *testing.F) {

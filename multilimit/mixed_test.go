@@ -122,8 +122,9 @@ func TestBadChecks(t *testing.T) {
 	require.ErrorIs(t, err, sluice.ErrInvalidCost)
 }
 
-// TestScriptRejectsBadArguments: the script checks what the Go side
-// checks, before any write, for callers that reach it directly.
+// TestScriptRejectsBadArguments: both scripts check what the Go side
+// checks, before any write, for callers that reach them directly; the
+// one-pass script also refuses an algorithm not given as steps.
 func TestScriptRejectsBadArguments(t *testing.T) {
 	for name, newTier := range map[string]func(t *testing.T) sluicetest.Tier{
 		"memstore": sluicetest.MemTier,
@@ -137,31 +138,44 @@ func TestScriptRejectsBadArguments(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tier := newTier(t)
 			k := sluice.Key(sluicetest.UniqueKey(t), "x")
-			for _, tc := range []struct {
+			type badCall struct {
 				keys []string
 				args []int64
 				want error
 				code string // the error reply's, from the script and its Go twin alike
-			}{
-				{[]string{k}, []int64{1, 1, 6, 5, 1_000_000, 5}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit}, // algorithm 6
-				{[]string{k}, []int64{1, 1, 0, 5, 1_000_000, 5}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit}, // algorithm 0
-				{[]string{k, k}, []int64{1, 2, 1, 5, 1_000_000, 5, 1, 5, 1_000_000, 5}, sluice.ErrInvalidKey, ext.CodeInvalidKey},
-				{[]string{k}, []int64{-1, 1, 1, 5, 1_000_000, 5}, sluice.ErrInvalidCost, ext.CodeInvalidCost},
-				{[]string{k}, []int64{6, 1, 1, 5, 1_000_000, 5}, sluice.ErrCostExceedsBurst, ext.CodeCostExceedsBurst},
-				{[]string{k}, []int64{1, 2, 1, 5, 1_000_000, 5}, sluice.ErrInvalidKey, ext.CodeInvalidKey},          // m != #KEYS
-				{[]string{k}, []int64{1, 1, 1, 5, 1_000_000}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit},         // short
-				{[]string{k}, []int64{1}, sluice.ErrInvalidKey, ext.CodeInvalidKey},                                 // no count
-				{[]string{k}, []int64{1, 1, 5, 20_000, 1_000_000, 5}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit}, // sliding log rate
-			} {
-				_, err := tier.Store.Run(t.Context(), multilimit.Script(), tc.keys, tc.args)
-				require.ErrorIs(t, err, tc.want, "%v %v", tc.keys, tc.args)
-				var se *ext.ServerError
-				require.ErrorAs(t, err, &se, "%v %v: an error reply", tc.keys, tc.args)
-				require.Equal(t, tc.code, se.Code, "%v %v", tc.keys, tc.args)
-				for _, suffix := range []string{"", ":tb", ":sl"} {
-					_, found, err := tier.Get(t.Context(), k+suffix)
-					require.NoError(t, err)
-					require.False(t, found, "nothing written")
+			}
+			// Per limit: rate, period_us, burst x 8 + algorithm (41: a
+			// burst of 5 and the token bucket).
+			notStepped := []badCall{
+				{[]string{k, k + ":2"}, []int64{1, 5, 1_000_000, 41, 5, 1_000_000, 43}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit}, // a fixed window
+			}
+			for _, script := range []*sluice.Script{multilimit.Script(), multilimit.StepScript()} {
+				cases := []badCall{
+					{[]string{k}, []int64{1, 5, 1_000_000, 46}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit},                  // algorithm 6
+					{[]string{k}, []int64{1, 5, 1_000_000, 40}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit},                  // algorithm 0
+					{[]string{k}, []int64{1, 5, 1_000_000, -7}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit},                  // burst -1
+					{[]string{k, k}, []int64{1, 5, 1_000_000, 41, 5, 1_000_000, 41}, sluice.ErrInvalidKey, ext.CodeInvalidKey}, // one key twice
+					{[]string{k}, []int64{-1, 5, 1_000_000, 41}, sluice.ErrInvalidCost, ext.CodeInvalidCost},
+					{[]string{k}, []int64{6, 5, 1_000_000, 41}, sluice.ErrCostExceedsBurst, ext.CodeCostExceedsBurst},
+					{[]string{}, []int64{1}, sluice.ErrInvalidKey, ext.CodeInvalidKey},                             // no limit
+					{[]string{k}, []int64{1, 5, 1_000_000}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit},          // short
+					{[]string{k}, []int64{}, sluice.ErrInvalidCost, ext.CodeInvalidCost},                           // no cost
+					{[]string{k}, []int64{1, 20_000, 1_000_000, 45}, sluice.ErrInvalidLimit, ext.CodeInvalidLimit}, // sliding log rate
+				}
+				if script == multilimit.StepScript() {
+					cases = append(cases, notStepped...)
+				}
+				for _, tc := range cases {
+					_, err := tier.Store.Run(t.Context(), script, tc.keys, tc.args)
+					require.ErrorIs(t, err, tc.want, "%v %v", tc.keys, tc.args)
+					var se *ext.ServerError
+					require.ErrorAs(t, err, &se, "%v %v: an error reply", tc.keys, tc.args)
+					require.Equal(t, tc.code, se.Code, "%v %v", tc.keys, tc.args)
+					for _, key := range []string{k, k + ":tb", k + ":sl", k + ":2"} {
+						_, found, err := tier.Get(t.Context(), key)
+						require.NoError(t, err)
+						require.False(t, found, "nothing written")
+					}
 				}
 			}
 		})

@@ -17,12 +17,16 @@
 // ResetAfter), which HTTP middleware can report per policy.
 //
 // A call of one check is that algorithm's own decision: the script its
-// Limiter runs. A call of several runs one script that holds every
-// algorithm's decision code (the same Lua text as the algorithms' own
-// scripts). It decides every limit without writing, then, only if all
-// allow, decides them again and writes: the atomic script and its fixed
-// clock make the second pass agree with the first. An algorithm given as
-// steps (the token bucket, GCRA) reads its key once for both passes.
+// Limiter runs. A call of several token buckets and GCRAs (algorithms
+// given as steps) runs the one-pass script (StepScript): it reads every
+// key with one MGET, decides each limit by its steps written out in the
+// script, writes only if all allow, and replies with the states it read,
+// from which the call works out every figure on the Go twins. Any other
+// call runs the two-pass script (Script), which holds every algorithm's
+// decision code (the same Lua text as the algorithms' own scripts): it
+// decides every limit without writing, then, only if all allow, decides
+// them again and writes; the atomic script and its fixed clock make the
+// second pass agree with the first.
 package multilimit
 
 import (
@@ -63,48 +67,104 @@ const (
 // 1-based index here.
 var algorithms = []Algorithm{TokenBucket, GCRA, FixedWindow, SlidingCounter, SlidingLog}
 
-//go:embed multilimit.lua
-var source string
-
 var (
-	specs  = make([]*algorithm.Spec, len(algorithms))
-	script = sluice.NewHexScript(buildSource(), runLocal)
+	//go:embed args.lua
+	argsSource string
+	//go:embed multilimit.lua
+	twoPassSource string
+	//go:embed multistep.lua
+	multiStepSource string
+	//go:embed step_decide.lua
+	stepDecideSource string
+	//go:embed step_write.lua
+	stepWriteSource string
 )
 
-// buildSource writes the script's ALGORITHMS line (how many algorithms
-// there are, and which are given as steps) and its DEFINE line: the
-// function of each algorithm, made only when a call uses it, its step
-// function (algorithm.StepFunction) for an algorithm given as steps, else
-// its body.
-func buildSource() string {
-	var header, define strings.Builder
-	var stepped []string
+var (
+	specs      = registeredSpecs()
+	script     = sluice.NewHexScript(buildTwoPass(), runLocal)
+	stepScript = sluice.NewHexScript(buildMultiStep(), runStepLocal)
+)
+
+func registeredSpecs() []*algorithm.Spec {
+	specs := make([]*algorithm.Spec, len(algorithms))
 	for i, a := range algorithms {
 		specs[i] = algorithm.Registered(string(a))
 		if specs[i] == nil {
 			panic("multilimit: algorithm " + string(a) + " is not registered")
 		}
+	}
+	return specs
+}
+
+// buildTwoPass writes the two-pass script: args.lua taking every
+// algorithm, its ACCEPTED line also declaring which are given as steps,
+// and its DEFINE line making the function of each algorithm a call uses,
+// its step function (algorithm.StepFunction) for an algorithm given as
+// steps, else its body; then multilimit.lua.
+func buildTwoPass() string {
+	var define strings.Builder
+	var accepted, stepped []string
+	define.WriteString("if not bodies[id] then\n")
+	for i, spec := range specs {
 		id := i + 1
+		accepted = append(accepted, fmt.Sprintf("[%d] = true", id))
 		if i == 0 {
 			fmt.Fprintf(&define, "if id == %d then\n", id)
 		} else {
 			fmt.Fprintf(&define, "elseif id == %d then\n", id)
 		}
-		if specs[i].Steps == "" {
-			fmt.Fprintf(&define, "bodies[%d] = function(key, rate, period_us, burst, cost, now, dry)\n%s\nend\n", id, specs[i].Body)
+		if spec.Steps == "" {
+			fmt.Fprintf(&define, "bodies[%d] = function(key, rate, period_us, burst, cost, now, dry)\n%s\nend\n", id, spec.Body)
 			continue
 		}
-		fn, err := algorithm.StepFunction(specs[i])
+		fn, err := algorithm.StepFunction(spec)
 		if err != nil {
 			panic("multilimit: " + err.Error())
 		}
 		fmt.Fprintf(&define, "bodies[%d] = %s\n", id, strings.TrimRight(fn, "\n"))
 		stepped = append(stepped, fmt.Sprintf("[%d] = true", id))
 	}
-	define.WriteString("end")
-	fmt.Fprintf(&header, "local algorithms = %d\nlocal stepped = {%s}", len(algorithms), strings.Join(stepped, ", "))
-	text := replaceLine(source, "-- ALGORITHMS:", header.String())
-	return algorithm.Lib() + replaceLine(text, "-- DEFINE:", define.String())
+	define.WriteString("end\nend")
+	header := fmt.Sprintf("local accepted = {%s}\nlocal stepped = {%s}\nlocal bodies = {}",
+		strings.Join(accepted, ", "), strings.Join(stepped, ", "))
+	args := replaceLine(replaceLine(argsSource, "-- ACCEPTED:", header), "-- DEFINE:", define.String())
+	return algorithm.Lib() + args + twoPassSource
+}
+
+// buildMultiStep writes the one-pass script: args.lua taking the
+// algorithms given as steps, then multistep.lua with each one's
+// step_decide.lua and step_write.lua (algorithm.FillSteps) at its DECIDE
+// and WRITE lines.
+func buildMultiStep() string {
+	var accepted []string
+	var decide, write strings.Builder
+	for i, spec := range specs {
+		if spec.Steps == "" {
+			continue
+		}
+		id := i + 1
+		accepted = append(accepted, fmt.Sprintf("[%d] = true", id))
+		keyword := "elseif"
+		if decide.Len() == 0 {
+			keyword = "if"
+		}
+		for _, part := range []struct {
+			out      *strings.Builder
+			template string
+		}{{&decide, stepDecideSource}, {&write, stepWriteSource}} {
+			text, err := algorithm.FillSteps(spec, "\n"+part.template)
+			if err != nil {
+				panic("multilimit: " + spec.Name + ": " + err.Error())
+			}
+			fmt.Fprintf(part.out, "%s id == %d then%s", keyword, id, text)
+		}
+	}
+	decide.WriteString("end")
+	write.WriteString("end")
+	args := replaceLine(replaceLine(argsSource, "-- ACCEPTED:", "local accepted = {"+strings.Join(accepted, ", ")+"}"), "-- DEFINE:", "")
+	body := replaceLine(replaceLine(multiStepSource, "-- DECIDE:", decide.String()), "-- WRITE:", write.String())
+	return algorithm.Lib() + args + body
 }
 
 // replaceLine puts text in place of the line of source that starts with
@@ -112,15 +172,23 @@ func buildSource() string {
 func replaceLine(source, marker, text string) string {
 	at := strings.Index(source, "\n"+marker)
 	if at < 0 {
-		panic("multilimit: multilimit.lua has no " + marker + " line")
+		panic("multilimit: a script has no " + marker + " line")
 	}
 	at++
 	end := at + strings.Index(source[at:], "\n")
 	return source[:at] + text + source[end:]
 }
 
-// Script returns the multi-limit script paired with its Go model.
+// Script returns the two-pass multi-limit script, which takes every
+// algorithm, paired with its Go model.
 func Script() *sluice.Script { return script }
+
+// StepScript returns the one-pass multi-limit script, which takes only
+// the algorithms given as steps (the token bucket and GCRA) and replies
+// with the states it read (multistep.lua), paired with its Go model. A
+// call of several checks runs it when all of them are of such
+// algorithms.
+func StepScript() *sluice.Script { return stepScript }
 
 const maxLimits = 16
 
@@ -175,7 +243,7 @@ type Limiter struct {
 	store sluice.Store
 	clock sluice.Clock
 	// single decides a call of one check: its algorithm's own decision
-	// script, which costs Redis about half the two passes of this one.
+	// script, which costs Redis less than either multi-limit script.
 	single []*algorithm.Limiter
 }
 
@@ -244,11 +312,11 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 	if len(checks) == 1 {
 		return l.allowOne(ctx, checks[0], n)
 	}
-	args := make([]int64, 2, 3+4*len(checks))
-	args[0], args[1] = n, int64(len(checks))
+	args := make([]int64, 1, 2+3*len(checks))
+	args[0] = n
 	for _, c := range checks {
 		id, _ := specOf(c.Algorithm)
-		args = append(args, int64(id+1), c.Limit.Rate, c.Limit.PeriodMicros(), c.Limit.Burst)
+		args = append(args, c.Limit.Rate, c.Limit.PeriodMicros(), packLimit(c.Limit.Burst, int64(id+1)))
 	}
 	if l.clock != nil {
 		t := l.clock.Now()
@@ -258,7 +326,12 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 		}
 		args = append(args, now)
 	}
-	reply, err := l.store.Run(ctx, script, keys, args)
+	var reply []int64
+	if allStepped(checks) {
+		reply, err = l.runStepped(ctx, keys, args)
+	} else {
+		reply, err = l.store.Run(ctx, script, keys, args)
+	}
 	if err != nil {
 		return Decision{}, fmt.Errorf("multilimit: %w", err)
 	}
@@ -284,6 +357,58 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 		d.RetryAfter = max(d.RetryAfter, ld.RetryAfter)
 	}
 	return d, nil
+}
+
+// allStepped reports whether every check's algorithm is given as steps,
+// so that the one-pass script (multistep.lua) decides the call.
+func allStepped(checks []Check) bool {
+	for _, c := range checks {
+		if _, spec := specOf(c.Algorithm); spec.Steps == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// runStepped runs the one-pass script and replies as the two-pass script
+// would: it decides the call again on the Go twins from the states the
+// script read less its instant, at an instant of 0 (model.go's decide,
+// which gives every figure), and requires each limit's allowed to be the
+// script's.
+func (l *Limiter) runStepped(ctx context.Context, keys []string, args []int64) ([]int64, error) {
+	reply, err := l.store.Run(ctx, stepScript, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(reply) != len(keys) {
+		return nil, fmt.Errorf("%w: %v", sluice.ErrUnexpectedReply, reply)
+	}
+	tx := &algorithm.StatesTx{States: make(map[string]int64, len(keys))}
+	for i, key := range keys {
+		if reply[i] < 0 || reply[i]>>1 > algorithm.MaxNowMicros+algorithm.MaxFillMicros {
+			return nil, fmt.Errorf("%w: %v", sluice.ErrUnexpectedReply, reply)
+		}
+		if offset := reply[i] >> 1; offset > 0 {
+			tx.States[key] = offset
+		}
+	}
+	c, err := parseCall(tx, keys, args, steppedAlgorithm)
+	var twin, allowed []int64
+	if err == nil {
+		for i := range c.limits {
+			c.limits[i].args.Now = 0
+		}
+		twin, allowed, err = c.decide(tx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: the Go twin refuses what the script decided on: %v", sluice.ErrUnexpectedReply, err)
+	}
+	for i := range keys {
+		if reply[i]&1 != allowed[i] {
+			return nil, fmt.Errorf("%w: the script and its Go twin disagree on whether limit %d allows", sluice.ErrUnexpectedReply, i)
+		}
+	}
+	return twin, nil
 }
 
 // stateKeys validates checks for a cost of n and returns their state

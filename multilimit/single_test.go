@@ -44,7 +44,7 @@ func TestOneCheckIsItsAlgorithmsDecision(t *testing.T) {
 						// The two passes of the multi-limit script decide one
 						// limit as its own script does.
 						reply, err := tier.Store.Run(t.Context(), multilimit.Script(), []string{viaScript},
-							[]int64{n, 1, algorithmID[alg.Name], limit.Rate, limit.PeriodMicros(), limit.Burst, clock.Now().UnixMicro()})
+							[]int64{n, limit.Rate, limit.PeriodMicros(), limit.Burst*8 + algorithmID[alg.Name], clock.Now().UnixMicro()})
 						require.NoError(t, err)
 						denied := int64(0)
 						if !want.Allowed {
@@ -76,7 +76,8 @@ func TestOneCheckIsItsAlgorithmsDecision(t *testing.T) {
 	}
 }
 
-// algorithmID numbers the algorithms as multilimit.lua's arguments do.
+// algorithmID numbers the algorithms as the multi-limit scripts' arguments
+// do (args.lua).
 var algorithmID = map[string]int64{"tokenbucket": 1, "gcra": 2, "fixedwindow": 3, "slidingcounter": 4, "slidinglog": 5}
 
 func boolInt(b bool) int64 {
@@ -86,11 +87,13 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-// TestStepFunctionsWriteTheStateText: on the server's clock, a call of
+// TestMultiLimitWritesTheStateText: on the server's clock, a call of
 // several limits writes a token bucket's and GCRA's state as their own
 // scripts do (ext/algorithm state_text.lua): "0x" and 14 hex digits, the
-// key expiring within three seconds.
-func TestStepFunctionsWriteTheStateText(t *testing.T) {
+// key expiring within three seconds; both when the one-pass script
+// decides the call (every algorithm given as steps) and when the
+// two-pass one does (with a fixed window, through their step functions).
+func TestMultiLimitWritesTheStateText(t *testing.T) {
 	for name, newTier := range tiers() {
 		if name == "memstore" || name == "miniredis" {
 			continue // the Go twin keeps no text; miniredis's clock is still
@@ -99,27 +102,32 @@ func TestStepFunctionsWriteTheStateText(t *testing.T) {
 			tier := newTier(t)
 			ml, err := multilimit.New(tier.Store)
 			require.NoError(t, err)
-			tenant := sluicetest.UniqueKey(t)
 			limit := sluice.Limit{Rate: 1000, Period: time.Second, Burst: 1000}
-			checks := []multilimit.Check{
-				{Key: sluice.Key(tenant, "a"), Limit: limit, Algorithm: multilimit.TokenBucket},
-				{Key: sluice.Key(tenant, "b"), Limit: limit, Algorithm: multilimit.GCRA},
-			}
-			for range 3 {
-				d, err := ml.AllowN(t.Context(), checks, 1)
-				require.NoError(t, err)
-				require.True(t, d.Allowed)
-			}
-			for _, key := range []string{checks[0].Key + ":tb", checks[1].Key + ":gcra"} {
-				raw, found, err := tier.Get(t.Context(), key)
-				require.NoError(t, err)
-				require.True(t, found, key)
-				require.Regexp(t, `^0x[0-9a-f]{14}$`, raw, key)
-				ttl, ok, err := tier.TTL(t.Context(), key)
-				require.NoError(t, err)
-				require.True(t, ok, "%s has an expiry", key)
-				require.Greater(t, ttl, time.Duration(0), key)
-				require.LessOrEqual(t, ttl, 3*time.Second, key)
+			for _, withWindow := range []bool{false, true} {
+				tenant := sluicetest.UniqueKey(t)
+				checks := []multilimit.Check{
+					{Key: sluice.Key(tenant, "a"), Limit: limit, Algorithm: multilimit.TokenBucket},
+					{Key: sluice.Key(tenant, "b"), Limit: limit, Algorithm: multilimit.GCRA},
+				}
+				if withWindow {
+					checks = append(checks, multilimit.Check{Key: sluice.Key(tenant, "c"), Limit: limit, Algorithm: multilimit.FixedWindow})
+				}
+				for range 3 {
+					d, err := ml.AllowN(t.Context(), checks, 1)
+					require.NoError(t, err)
+					require.True(t, d.Allowed)
+				}
+				for _, key := range []string{checks[0].Key + ":tb", checks[1].Key + ":gcra"} {
+					raw, found, err := tier.Get(t.Context(), key)
+					require.NoError(t, err)
+					require.True(t, found, key)
+					require.Regexp(t, `^0x[0-9a-f]{14}$`, raw, key)
+					ttl, ok, err := tier.TTL(t.Context(), key)
+					require.NoError(t, err)
+					require.True(t, ok, "%s has an expiry", key)
+					require.Greater(t, ttl, time.Duration(0), key)
+					require.LessOrEqual(t, ttl, 3*time.Second, key)
+				}
 			}
 		})
 	}

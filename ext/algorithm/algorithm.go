@@ -93,9 +93,9 @@ func (l *Limiter) replaySingle(reply []int64, a Args, limit sluice.Limit) (sluic
 		return sluice.Decision{}, fmt.Errorf("%s: %w: %v", l.spec.Name, sluice.ErrUnexpectedReply, reply)
 	}
 	offset, scriptAllowed := reply[0]>>1, reply[0]&1
-	tx := &replayTx{state: map[string]int64{}, bad: map[string]bool{}}
+	tx := &StatesTx{States: map[string]int64{}}
 	if offset > 0 {
-		tx.state[a.Key] = offset
+		tx.States[a.Key] = offset
 	}
 	a.Now = 0
 	d, err := l.spec.Decide(tx, a, false)

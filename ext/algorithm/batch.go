@@ -107,18 +107,36 @@ func stateText() map[string]string {
 // and "-- EXPIRY" lines (every one of them; EXPIRY lines come with KEEP,
 // WRITE and DEFER), which it must have.
 func fillSteps(template, check, state, step, expiry string) string {
+	text, err := tryFillSteps(template, check, state, step, expiry, true)
+	if err != nil {
+		panic("algorithm: a script template " + err.Error())
+	}
+	return text
+}
+
+// tryFillSteps is fillSteps, returning an error for a missing line when
+// every line is required (all), else only when there is none.
+func tryFillSteps(template, check, state, step, expiry string, all bool) (string, error) {
 	for name, text := range stateText() {
 		template = strings.ReplaceAll(template, "\n-- "+name+"\n", "\n"+text+"\n")
 	}
+	found := false
 	for _, r := range []struct{ marker, text string }{
 		{"-- CHECK", check}, {"-- STATE", state}, {"-- STEP", step}, {"-- EXPIRY", expiry},
 	} {
 		if !strings.Contains(template, "\n"+r.marker+"\n") {
-			panic("algorithm: a script template has no " + r.marker + " line")
+			if all {
+				return "", fmt.Errorf("has no line %q", r.marker)
+			}
+			continue
 		}
+		found = true
 		template = strings.ReplaceAll(template, "\n"+r.marker+"\n", "\n"+r.text+"\n")
 	}
-	return template
+	if !found {
+		return "", fmt.Errorf("has none of the lines \"-- CHECK\", \"-- STATE\", \"-- STEP\" and \"-- EXPIRY\"")
+	}
+	return template, nil
 }
 
 // replaceMarker replaces the comment paragraph that starts with marker

@@ -60,14 +60,14 @@ func (l *Limiter) replayBatch(reqs []sluice.Request, keys []string, keyOf []int,
 	if len(reply) != 1+len(keys)+words {
 		return nil, fmt.Errorf("%w: %d values for %d requests on %d keys", sluice.ErrUnexpectedReply, len(reply), len(reqs), len(keys))
 	}
-	tx := &replayTx{now: reply[0], state: make(map[string]int64, len(keys)), bad: map[string]bool{}}
-	if tx.now < 0 || tx.now > MaxNowMicros {
-		return nil, fmt.Errorf("%w: instant %d", sluice.ErrUnexpectedReply, tx.now)
+	tx := &replayTx{StatesTx: StatesTx{Now: reply[0], States: make(map[string]int64, len(keys))}, bad: map[string]bool{}}
+	if tx.Now < 0 || tx.Now > MaxNowMicros {
+		return nil, fmt.Errorf("%w: instant %d", sluice.ErrUnexpectedReply, tx.Now)
 	}
 	for j, key := range keys {
 		switch v := reply[1+j]; {
 		case v >= 0:
-			tx.state[key] = v
+			tx.States[key] = v
 		case v == stateMissing:
 		case v == stateNotNumber || v == stateWrongType:
 			tx.bad[key] = true
@@ -77,7 +77,7 @@ func (l *Limiter) replayBatch(reqs []sluice.Request, keys []string, keyOf []int,
 	}
 	results := make([]sluice.Result, len(reqs))
 	for i, r := range reqs {
-		a := Args{Key: keys[keyOf[i]], Rate: r.Limit.Rate, PeriodUs: r.Limit.PeriodMicros(), Burst: r.Limit.Burst, Cost: r.N, Now: tx.now}
+		a := Args{Key: keys[keyOf[i]], Rate: r.Limit.Rate, PeriodUs: r.Limit.PeriodMicros(), Burst: r.Limit.Burst, Cost: r.N, Now: tx.Now}
 		tx.readBad = false
 		d, err := l.spec.Decide(tx, a, false)
 		if err == nil && tx.readBad {
@@ -100,40 +100,51 @@ func (l *Limiter) replayBatch(reqs []sluice.Request, keys []string, keyOf []int,
 // algorithm (batch code 5), as the script fails it.
 var errModelBadState = ext.NewServerError("SLUICE_INVALID_STATE key does not hold a state of this algorithm")
 
+// StatesTx is a [sluice.LocalTx] over the integer states a script read,
+// at the instant it read them, for a caller that decides again on the Go
+// twins what the script decided, to work out figures the script did not
+// reply (AllowBatch, multilimit). Set and Del change only States; Load
+// reads as missing and Store keeps nothing: a Steps algorithm's state is
+// one integer.
+type StatesTx struct {
+	Now    int64            // Unix microseconds
+	States map[string]int64 // key -> state; a missing key is no state
+}
+
+func (t *StatesTx) NowMicros() int64                         { return t.Now }
+func (t *StatesTx) Get(key string) (int64, bool)             { v, ok := t.States[key]; return v, ok }
+func (t *StatesTx) Set(key string, v int64, _ time.Duration) { t.States[key] = v }
+func (t *StatesTx) Del(key string)                           { delete(t.States, key) }
+func (t *StatesTx) Load(string) (any, bool)                  { return nil, false }
+func (t *StatesTx) Store(string, any, time.Duration)         {}
+
 // replayTx is the LocalTx of a replay: the states a step batch read,
-// changed as the twin decides, at the batch's instant.
+// changed as the twin decides, at the batch's instant, with the keys that
+// held no integer state.
 type replayTx struct {
-	now     int64
-	state   map[string]int64
+	StatesTx
 	bad     map[string]bool // keys that held no integer state
 	readBad bool            // the last decision read a bad key
 }
-
-func (t *replayTx) NowMicros() int64 { return t.now }
 
 func (t *replayTx) Get(key string) (int64, bool) {
 	if t.bad[key] {
 		t.readBad = true
 		return 0, false
 	}
-	v, ok := t.state[key]
-	return v, ok
+	return t.StatesTx.Get(key)
 }
 
 // Set and Del leave a bad key bad: the script decides none of its
 // requests and writes nothing to it.
-func (t *replayTx) Set(key string, v int64, _ time.Duration) {
+func (t *replayTx) Set(key string, v int64, ttl time.Duration) {
 	if !t.bad[key] {
-		t.state[key] = v
+		t.StatesTx.Set(key, v, ttl)
 	}
 }
 
 func (t *replayTx) Del(key string) {
 	if !t.bad[key] {
-		delete(t.state, key)
+		t.StatesTx.Del(key)
 	}
 }
-
-// A step algorithm's state is one integer: it never loads or stores more.
-func (t *replayTx) Load(string) (any, bool)          { return nil, false }
-func (t *replayTx) Store(string, any, time.Duration) {}

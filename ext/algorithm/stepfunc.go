@@ -29,11 +29,39 @@ func StepFunction(spec *Spec) (string, error) {
 	if spec.Steps == "" {
 		return "", fmt.Errorf("algorithm: StepFunction: %s is not given as steps", spec.Name)
 	}
-	check, state, step, expiry := splitSteps(spec)
-	text := fillSteps(stepFunctionSource, check, state, step, expiry)
+	text, err := FillSteps(spec, stepFunctionSource)
+	if err != nil {
+		return "", fmt.Errorf("algorithm: StepFunction: %w", err)
+	}
 	at := strings.Index(text, "\nfunction(")
 	if at < 0 {
 		panic("algorithm: step_function.lua has no line that starts with function(")
 	}
 	return text[at+1:], nil
+}
+
+// FillSteps writes spec's steps (Spec.Steps) into template, a script
+// or a part of one that decides on them in its own way (multilimit's
+// one-pass script): the check, the state check, the step and the expiry
+// where the template has a line "-- CHECK", "-- STATE", "-- STEP" or
+// "-- EXPIRY", and the parts of state_text.lua (how a state is read,
+// kept and written, which hold "-- EXPIRY" lines of their own) where it
+// has "-- PARSE", "-- KEEP", "-- WRITE", "-- DEFER" or "-- FLUSH". The
+// template must declare the locals the parts read and set
+// (state_text.lua and Spec.Steps list them). It returns an error when
+// spec is nil or has no Steps, or when the template, its state text
+// written in, has none of the four step lines.
+func FillSteps(spec *Spec, template string) (string, error) {
+	if spec == nil {
+		return "", fmt.Errorf("a nil spec")
+	}
+	if spec.Steps == "" {
+		return "", fmt.Errorf("%s is not given as steps", spec.Name)
+	}
+	check, state, step, expiry := splitSteps(spec)
+	text, err := tryFillSteps(template, check, state, step, expiry, false)
+	if err != nil {
+		return "", fmt.Errorf("the template %w", err)
+	}
+	return text, nil
 }

@@ -55,3 +55,26 @@ return out`, nil)
 		require.Equal(t, []int64{1, 0, 1, 1, 1, 1, 0, 1}, got, name)
 	}
 }
+
+// TestFillSteps: a template gets an algorithm's steps and the state text
+// where its lines stand; a spec that is not given as steps, or a template
+// with none of the step lines, is an error.
+func TestFillSteps(t *testing.T) {
+	_ = tokenbucket.Script()
+	tb := algorithm.Registered("tokenbucket")
+	text, err := algorithm.FillSteps(tb, "\n-- CHECK\nlocal x = 1\n-- WRITE\n")
+	require.NoError(t, err)
+	require.Contains(t, text, "SLUICE_COST_EXCEEDS_BURST", "the check")
+	require.Contains(t, text, "redis.call('SETRANGE', wkey, '0', text)", "the state text's write")
+	require.Contains(t, text, "expiry_us = state", "the expiry, within the write")
+	require.NotContains(t, text, "-- CHECK\n")
+	require.NotContains(t, text, "-- EXPIRY\n")
+
+	_, err = algorithm.FillSteps(nil, "\n-- CHECK\n")
+	require.ErrorContains(t, err, "a nil spec")
+	_ = fixedwindow.Script()
+	_, err = algorithm.FillSteps(algorithm.Registered("fixedwindow"), "\n-- CHECK\n")
+	require.ErrorContains(t, err, "fixedwindow is not given as steps")
+	_, err = algorithm.FillSteps(tb, "return 1\n")
+	require.ErrorContains(t, err, "has none of the lines")
+}

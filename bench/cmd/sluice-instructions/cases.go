@@ -80,6 +80,10 @@ func cases() []testCase {
 		{name: "floor: TIME, GET, SET PX", perCall: 1, setup: raw(
 			"local t = redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], t[1], 'PX', ARGV[1]) return 1",
 			[]string{"{t1}:f"}, 60000)},
+		{name: "floor of two keys: TIME, 2 x (GET, SET PX)", perCall: 1, setup: raw(
+			"local t = redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], t[1], 'PX', ARGV[1]) "+
+				"redis.call('GET', KEYS[2]) redis.call('SET', KEYS[2], t[1], 'PX', ARGV[1]) return 1",
+			[]string{"{t1}:f1", "{t1}:f2"}, 60000)},
 		{name: "go-redis/redis_rate v10", perCall: 1, setup: func(_ context.Context, c *redis.Client) (call, error) {
 			rl := redis_rate.NewLimiter(c)
 			limit := redis_rate.Limit{Rate: 1_000_000, Burst: 1_000_000_000, Period: time.Second}
@@ -160,13 +164,15 @@ func cases() []testCase {
 		}
 	}
 	tb := multilimit.Check{Key: "{t1}:m:tb", Limit: allowAll("tokenbucket"), Algorithm: multilimit.TokenBucket}
+	gcra := multilimit.Check{Key: "{t1}:m:gcra", Limit: allowAll("gcra"), Algorithm: multilimit.GCRA}
 	for _, m := range []struct {
 		name   string
 		checks []multilimit.Check
 	}{
-		{"multilimit, 1 limits", []multilimit.Check{tb}},
-		{"multilimit, 2 limits", []multilimit.Check{tb, {Key: "{t1}:m:fw", Limit: allowAll("fixedwindow"), Algorithm: multilimit.FixedWindow}}},
-		{"multilimit, tokenbucket + gcra", []multilimit.Check{tb, {Key: "{t1}:m:gcra", Limit: allowAll("gcra"), Algorithm: multilimit.GCRA}}},
+		{"multilimit, 1 limit", []multilimit.Check{tb}},
+		{"multilimit, tokenbucket + fixedwindow", []multilimit.Check{tb, {Key: "{t1}:m:fw", Limit: allowAll("fixedwindow"), Algorithm: multilimit.FixedWindow}}},
+		{"multilimit, tokenbucket + gcra", []multilimit.Check{tb, gcra}},
+		{"multilimit, tokenbucket + gcra + tokenbucket", []multilimit.Check{tb, gcra, {Key: "{t1}:m:tb2", Limit: allowAll("tokenbucket"), Algorithm: multilimit.TokenBucket}}},
 	} {
 		cs = append(cs, testCase{name: m.name, perCall: 1, target: targetSingle,
 			setup: func(_ context.Context, c *redis.Client) (call, error) {

@@ -38,7 +38,7 @@ func TestCasesAreNamedOnceWithTheirCeilings(t *testing.T) {
 			require.Equal(t, 16, c.perCall)
 		}
 	}
-	require.True(t, seen["tokenbucket"] && seen["go-redis/redis_rate v10"] && seen["multilimit, 1 limits"] && seen["tokenbucket lease"])
+	require.True(t, seen["tokenbucket"] && seen["go-redis/redis_rate v10"] && seen["multilimit, 1 limit"] && seen["tokenbucket lease"])
 }
 
 // TestMeasure runs two cases under valgrind for real: EVALSHA's own cost

@@ -1,0 +1,3 @@
+-- multistep.lua's write of one limit's state, as the algorithm's own
+-- script writes it (algorithm.FillSteps).
+-- WRITE
