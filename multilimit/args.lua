@@ -28,7 +28,8 @@ local server_clock = false
 -- The checks are written out, as in prelude.lua: a Lua function call
 -- costs about 1,600 instructions. A number in hex that is out of range
 -- (or a decimal negative, which strtoul wraps) is read again as decimal,
--- as gopher-lua (miniredis) needs for a 0x prefix.
+-- as gopher-lua (miniredis) needs for a 0x prefix; now_us, which has no
+-- valid negative, only when the hex read gives nothing.
 local tonumber = tonumber
 local a1 = ARGV[1]
 local hex = a1 and string.byte(a1, 2) == 120

@@ -137,6 +137,21 @@ func buildTwoPass() string {
 // step_decide.lua and step_write.lua (algorithm.FillSteps) at its DECIDE
 // and WRITE lines.
 func buildMultiStep() string {
+	// FillSteps fails only on a template with none of the step lines; a
+	// template that lost one would silently drop that part.
+	for _, t := range []struct{ name, text string }{
+		{"step_decide.lua", stepDecideSource}, {"step_write.lua", stepWriteSource},
+	} {
+		lines := []string{"-- CHECK", "-- PARSE", "-- STATE", "-- KEEP", "-- STEP"}
+		if t.name == "step_write.lua" {
+			lines = []string{"-- WRITE"}
+		}
+		for _, line := range lines {
+			if !strings.Contains(t.text, "\n"+line+"\n") {
+				panic("multilimit: " + t.name + " has no line " + line)
+			}
+		}
+	}
 	var accepted []string
 	var decide, write strings.Builder
 	for i, spec := range specs {

@@ -1,7 +1,9 @@
 -- multistep.lua's decision of one limit by one algorithm's steps
 -- (algorithm.FillSteps): its check, the string MGET read (read again by
 -- GET when missing), the state read and checked, and the step, consuming
--- in memory.
+-- in memory. The steps come with their script's header comment, which
+-- describes the algorithm's own decision script (its prelude and reply),
+-- not this one.
 -- CHECK
 if fail then
   return redis.error_reply(fail)
