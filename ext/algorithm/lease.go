@@ -25,10 +25,23 @@ var (
 // and GCRA's, which both hold one integer: the time the bucket is full
 // again). KEYS are the state key and its ledger key (LedgerKey); see
 // lease.lua for the arguments and the reply.
-var LeaseScript = sluice.NewScript(lib+leaseSource+leaseSingleSource, leaseModel)
+var LeaseScript = sluice.NewHexScript(leaseScriptSource(leaseSingleSource), leaseModel)
 
 // LeaseBatchScript runs many lease operations in one call (lease_batch.lua).
-var LeaseBatchScript = sluice.NewScript(lib+leaseSource+leaseBatchSource, leaseBatchModel)
+var LeaseBatchScript = sluice.NewHexScript(leaseScriptSource(leaseBatchSource), leaseBatchModel)
+
+// leaseScriptSource is a lease script: lib.lua's bounds (its int_arg, a
+// closure made per call, is not used), lease.lua with state_text.lua's
+// parts written in (a bucket's expiry is its state, the time it is full
+// again), then main, the script's own part.
+func leaseScriptSource(main string) string {
+	bounds, _, _ := strings.Cut(lib, "-- int_arg returns")
+	text, err := tryFillSteps(leaseSource, "", "", "", "expiry_us = state", false)
+	if err != nil {
+		panic("algorithm: lease.lua " + err.Error())
+	}
+	return bounds + text + main
+}
 
 // Lease script operations (ARGV[5]).
 const (
@@ -265,7 +278,7 @@ func leaseOp(tx sluice.LocalTx, key, ledgerKey string, args []int64, now int64) 
 	changed := purged || reserve != mine
 	if spent || changed {
 		if deficit > 0 {
-			tx.Set(key, now+deficit, time.Duration((deficit+999)/1000+leaseTTLMargin)*time.Millisecond)
+			tx.Set(key, now+deficit, ExpiryTTL(now, now+deficit))
 		} else {
 			tx.Del(key)
 		}

@@ -19,6 +19,8 @@
 -- KEYS[1]  the state key (as the decision script's)
 -- KEYS[2]  the ledger key, in the same slot
 -- ARGV[1..3] rate, period_us, burst, as the prelude checks them
+--          (each number in decimal, or, when ARGV[1] starts with 0x, each
+--          one as 0x and hex digits, as the prelude reads them)
 -- ARGV[4]  cost: op 1, 0..burst, decided as the decision script does
 --          (0 with extra 0 peeks; 0 with extra > 0 refills: allowed when
 --          a token is left); op 2, the unspent tokens given back, 0..1e12
@@ -27,7 +29,9 @@
 --          the lease rule allows, lease_grant)
 -- ARGV[7]  held: op 1, what the holder still holds of its reservation
 -- ARGV[8]  hold_us: op 1, how long the reservation lasts, 1000..3600000000
--- ARGV[9]  holder: a positive decimal integer of at most 19 digits
+-- ARGV[9]  holder: a positive integer, in decimal of at most 19 digits
+--          or in hex (0x and at most 16 digits, no leading zero); its
+--          text as sent names its reservation in the ledger
 -- ARGV[10] now_us, optional (client clock), else TIME
 -- The batch script (lease_batch.lua) takes m of them, for m key pairs:
 -- ARGV[9i+1 .. 9i+9] is operation i's, and ARGV[9m+1] the optional now.
@@ -37,74 +41,87 @@
 -- holder's reservation now and expires_us how long it lasts (0: none).
 -- Errors, before any write: SLUICE_INVALID_KEY, SLUICE_INVALID_LIMIT,
 -- SLUICE_INVALID_COST, SLUICE_COST_EXCEEDS_BURST, SLUICE_INVALID_STATE.
+-- The bucket is read and written as the decision scripts read and write
+-- it (ext/algorithm state_text.lua: the state in hex, the key expiring at
+-- the whole second after the bucket is full plus a second, a write that
+-- keeps that expiry a SETRANGE), so that either keeps the other's
+-- expiry. Arithmetic is written out rather than through math.* and
+-- helper functions (a C call costs several hundred instructions, a Lua
+-- function call about 1,600; prelude.lua).
 -- Keep in step with lease.go (leaseOp).
 
-local TTL_MARGIN_MS = 1000
-
--- The lease rule: after a grant, a holder's unspent tokens are at most
--- 1 / (LEASE_SHARE + others) of those plus what the bucket has left, others
--- being the key's other live holders; so the bucket keeps at least three
--- times what any one holder holds, and as more processes lease the key,
--- each lease is smaller (lease.go: leaseGrant).
-local LEASE_SHARE = 4
-
--- lease_grant is how many of extra tokens a holder holding held is granted
--- when the bucket has left after the request's cost and others hold
--- leases of the key too.
-local function lease_grant(extra, burst, left, held, others)
-  local most = math.floor((left + held) / (LEASE_SHARE + others)) - held
-  if most <= 0 then
-    return 0
-  end
-  return math.min(extra, burst, most)
-end
+local LEASE_SHARE = 4 -- the lease rule's (lease.go: leaseGrant)
+local format, byte = string.format, string.byte
 
 -- lease_op runs one operation on key and ledger, its arguments at
--- ARGV[b + 1 .. b + 9], at now; it returns the reply, or nil and an error
--- message, before any write of its own.
-local function lease_op(key, ledger, b, now)
+-- ARGV[b + 1 .. b + 9] (in hex when hexargs), at now (the server's clock
+-- when server_clock); it returns the reply, or nil and an error message,
+-- before any write of its own.
+local function lease_op(key, ledger, b, now, hexargs, server_clock)
 if key == '' or ledger == '' then
   return nil, 'SLUICE_INVALID_KEY a state key and a ledger key expected'
 end
-local period_us = int_arg(b + 2, 1000, 31622400000000)
-local rate = int_arg(b + 1, 1, math.min(period_us or 0, 1e12))
-local burst = int_arg(b + 3, 1, 1e12)
-if rate == nil or period_us == nil or burst == nil then
+-- A number in hex that is out of range (or a decimal negative, which
+-- strtoul wraps) is read again as decimal, as gopher-lua (miniredis)
+-- needs for a 0x prefix.
+local rate, period_us, burst, cost, op, extra, held, hold_us
+if hexargs then
+  rate, period_us, burst = tonumber(ARGV[b + 1], 16), tonumber(ARGV[b + 2], 16), tonumber(ARGV[b + 3], 16)
+  cost, op, extra, held, hold_us = tonumber(ARGV[b + 4], 16), tonumber(ARGV[b + 5], 16), tonumber(ARGV[b + 6], 16), tonumber(ARGV[b + 7], 16), tonumber(ARGV[b + 8], 16)
+end
+if not (rate and rate <= 1e12 and period_us and period_us <= 31622400000000 and burst and burst <= 1e12) then
+  rate, period_us, burst = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+end
+if not (period_us and period_us >= 1000 and period_us <= 31622400000000 and period_us % 1 == 0
+    and rate and rate >= 1 and rate <= period_us and rate <= 1e12 and rate % 1 == 0
+    and burst and burst >= 1 and burst <= 1e12 and burst % 1 == 0) then
   return nil, 'SLUICE_INVALID_LIMIT rate, period_us and burst must be integers in range'
 end
-local op = int_arg(b + 5, 1, 2)
-local cost = int_arg(b + 4, 0, 1e12)
-local extra = int_arg(b + 6, 0, 1e12)
-local held = int_arg(b + 7, 0, 1e12)
-local hold_us = int_arg(b + 8, 1000, 3600000000)
-if op == nil or cost == nil or extra == nil or held == nil or hold_us == nil then
+if not (cost and cost <= 1e12 and op and op <= 2 and extra and extra <= 1e12 and held and held <= 1e12 and hold_us and hold_us <= 3600000000) then
+  cost, op, extra, held, hold_us = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6]), tonumber(ARGV[b + 7]), tonumber(ARGV[b + 8])
+end
+if not ((op == 1 or op == 2)
+    and cost and cost >= 0 and cost <= 1e12 and cost % 1 == 0
+    and extra and extra >= 0 and extra <= 1e12 and extra % 1 == 0
+    and held and held >= 0 and held <= 1e12 and held % 1 == 0
+    and hold_us and hold_us >= 1000 and hold_us <= 3600000000 and hold_us % 1 == 0) then
   return nil, 'SLUICE_INVALID_COST op, cost, extra, held and hold_us must be integers in range'
 end
 local holder = ARGV[b + 9]
-if #holder > 19 or not string.match(holder, '^[1-9]%d*$') then
+if not (#holder <= 19 and string.match(holder, '^[1-9]%d*$') or hexargs and #holder <= 18 and string.match(holder, '^0x[1-9a-f]%x*$')) then
   return nil, 'SLUICE_INVALID_COST holder must be a positive integer'
 end
 
-local interval = math.ceil(period_us / rate)
+local interval = (period_us - period_us % rate) / rate
+if interval * rate < period_us then
+  interval = interval + 1 -- ceil(period_us / rate)
+end
 if (interval * rate - period_us) * 100 > period_us then
-  return nil, ('SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds')
+  return nil, 'SLUICE_INVALID_LIMIT period / rate is not within 1% of a whole number of microseconds'
 end
 if interval > MAX_FILL_US / burst then
-  return nil, ('SLUICE_INVALID_LIMIT burst x period / rate is too long')
+  return nil, 'SLUICE_INVALID_LIMIT burst x period / rate is too long'
 end
 if op == 1 and cost > burst then
-  return nil, ('SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed')
+  return nil, 'SLUICE_COST_EXCEEDS_BURST cost exceeds burst, so it can never be allowed'
 end
 local tolerance = burst * interval
 
+-- The bucket, read as the decision scripts read it.
+local raw = redis.call('GET', key)
+local state, code, hex, keep_at, expiry_us = raw, -1, false, nil, 0
+if raw then
+-- PARSE
+end
+if state and not (state >= 0 and state <= MAX_NOW_US + MAX_FILL_US and state % 1 == 0) then
+  return nil, 'SLUICE_INVALID_STATE key does not hold a bucket'
+end
 local deficit = 0
-local stored = redis.call('GET', key)
-if stored then
-  local tat = tonumber(stored)
-  if tat == nil or tat ~= math.floor(tat) or tat < 0 or tat > MAX_NOW_US + MAX_FILL_US then
-    return nil, ('SLUICE_INVALID_STATE key does not hold a bucket')
+if state then
+-- KEEP
+  if state > now then
+    deficit = state - now
   end
-  deficit = math.max(tat - now, 0)
 end
 
 -- The ledger: every reservation, live or expired.
@@ -115,9 +132,9 @@ for i = 1, #entries, 2 do
   local r, e = string.match(entries[i + 1], '^(%d+):(%d+)$')
   r, e = tonumber(r), tonumber(e)
   if r == nil or e == nil or r > 1e12 or e > MAX_NOW_US + 3600000000 then
-    return nil, ('SLUICE_INVALID_STATE ledger does not hold leases')
+    return nil, 'SLUICE_INVALID_STATE ledger does not hold leases'
   end
-  local n = #res + 1
+  local n = (i + 1) / 2
   res[n], exp[n], fields[n] = r, e, entries[i]
   if e > now then
     live = live + r
@@ -143,63 +160,86 @@ for j = 1, #res do
         s = s + res[k]
       end
     end
-    floor = math.max(floor, s * interval - (now - exp[j]))
+    local f = s * interval - (now - exp[j])
+    if f > floor then
+      floor = f
+    end
   end
 end
-deficit = math.max(deficit, math.min(floor, tolerance))
+if floor > tolerance then
+  floor = tolerance
+end
+if floor > deficit then
+  deficit = floor
+end
 
 local allowed, retry_after, granted = 1, 0, 0
 local reserve = mine         -- the holder's reservation after this call
 local reserve_exp = mine_exp -- and when it ends
 local spent = false          -- the bucket changed
 if op == 2 then
-  local back = math.min(cost, mine)
-  deficit = math.max(deficit - back * interval, 0)
+  local back = cost
+  if mine < back then
+    back = mine
+  end
+  deficit = deficit - back * interval
+  if deficit < 0 then
+    deficit = 0
+  end
   reserve = 0
   spent = true
 else
-  held = math.min(held, mine)
+  if mine < held then
+    held = mine
+  end
+  -- A take of cost > 0, decided as the decision script does; of cost 0,
+  -- a peek (extra 0), which changes nothing, or a refill (extra > 0),
+  -- granted when a token is left, and as many as are, up to extra.
+  local after = deficit + cost * interval
+  local need = after
   if cost == 0 then
-    -- A peek (extra 0) changes nothing; a refill (extra > 0) is granted
-    -- when a token is left, and as many as are, up to extra.
-    if deficit + interval > tolerance then
-      allowed = 0
-      retry_after = deficit + interval - tolerance
-      if extra > 0 then
-        reserve = held
-      end
-    elseif extra > 0 then
-      granted = lease_grant(extra, burst, math.floor((tolerance - deficit) / interval), held, others)
-      deficit = deficit + granted * interval
-      spent = true
-      reserve = held + granted
-      reserve_exp = now + hold_us
-    end
-  else
-    local after = deficit + cost * interval
-    if after > tolerance then
-      allowed = 0
-      retry_after = after - tolerance
-      if live + cost > burst then
-        -- The reservations alone leave too little: nothing refills into
-        -- them before the first ends.
-        local first = 0
-        for k = 1, #res do
-          if exp[k] > now and (first == 0 or exp[k] < first) then
-            first = exp[k]
-          end
+    need = deficit + interval
+  end
+  if need > tolerance then
+    allowed = 0
+    retry_after = need - tolerance
+    if cost > 0 and live + cost > burst then
+      -- The reservations alone leave too little: nothing refills into
+      -- them before the first ends.
+      local first = 0
+      for k = 1, #res do
+        if exp[k] > now and (first == 0 or exp[k] < first) then
+          first = exp[k]
         end
-        retry_after = retry_after + (first - now)
       end
+      retry_after = retry_after + (first - now)
+    end
+    if cost > 0 or extra > 0 then
       reserve = held
-    else
-      granted = lease_grant(extra, burst, math.floor((tolerance - after) / interval), held, others)
-      deficit = after + granted * interval
-      spent = true
-      reserve = held + granted
-      if granted > 0 then
-        reserve_exp = now + hold_us
+    end
+  elseif cost > 0 or extra > 0 then
+    -- The lease rule: after a grant, a holder's unspent tokens are at
+    -- most 1 / (LEASE_SHARE + others) of those plus what the bucket has
+    -- left, so the bucket keeps at least three times what any one holder
+    -- holds, and as more processes lease the key, each lease is smaller.
+    local room = tolerance - after
+    local left = (room - room % interval) / interval
+    local share = LEASE_SHARE + others
+    local most = (left + held - (left + held) % share) / share - held
+    if most > 0 then
+      granted = extra
+      if burst < granted then
+        granted = burst
       end
+      if most < granted then
+        granted = most
+      end
+    end
+    deficit = after + granted * interval
+    spent = true
+    reserve = held + granted
+    if cost == 0 or granted > 0 then
+      reserve_exp = now + hold_us
     end
   end
 end
@@ -207,36 +247,37 @@ end
 -- Writes, all checks done.
 local changed = purged or reserve ~= mine
 if spent or changed then
-  if deficit > 0 then
-    redis.call('SET', key, string.format('%d', now + deficit),
-      'PX', string.format('%d', math.ceil(deficit / 1000) + TTL_MARGIN_MS))
-  else
-    redis.call('DEL', key)
-  end
+  state = deficit > 0 and now + deficit -- false: a full bucket, no key
+  local wkey = key
+-- WRITE
 end
 if changed or (reserve > 0 and reserve_exp ~= mine_exp) then
   local last = 0
   for j = 1, #res do
     if exp[j] <= now then
       redis.call('HDEL', ledger, fields[j])
-    elseif fields[j] ~= holder then
-      last = math.max(last, exp[j])
+    elseif fields[j] ~= holder and exp[j] > last then
+      last = exp[j]
     end
   end
   if reserve > 0 then
-    redis.call('HSET', ledger, holder, string.format('%d:%d', reserve, reserve_exp))
-    last = math.max(last, reserve_exp)
+    redis.call('HSET', ledger, holder, format('%d:%d', reserve, reserve_exp))
+    if reserve_exp > last then
+      last = reserve_exp
+    end
   elseif mine > 0 then
     redis.call('HDEL', ledger, holder)
   end
   if last > 0 then
-    redis.call('PEXPIRE', ledger, string.format('%d', math.ceil((last - now) / 1000) + TTL_MARGIN_MS))
+    local ms = last - now -- up to the last reservation's end, plus a second, in whole milliseconds
+    redis.call('PEXPIRE', ledger, format('%d', (ms - ms % 1000) / 1000 + (ms % 1000 > 0 and 1 or 0) + 1000))
   end
 end
 
 local remaining = 0
 if deficit < tolerance then
-  remaining = math.floor((tolerance - deficit) / interval)
+  local room = tolerance - deficit
+  remaining = (room - room % interval) / interval
 end
 local expires = 0
 if reserve > 0 then

@@ -11,21 +11,25 @@
 -- or WRONGTYPE, 6 anything else, 7 OOM).
 
 local m = #KEYS / 2
-if m < 1 or m > 256 or m ~= math.floor(m) then
+if m < 1 or m > 256 or m % 1 ~= 0 then
   return redis.error_reply('SLUICE_INVALID_KEY a state key and a ledger key per operation expected (1 to 256)')
 end
-if #ARGV ~= 9 * m and #ARGV ~= 9 * m + 1 then
+local nargs = #ARGV
+if nargs ~= 9 * m and nargs ~= 9 * m + 1 then
   return redis.error_reply('SLUICE_INVALID_LIMIT 9 arguments per operation expected')
 end
+local hexargs = byte(ARGV[1], 2) == 120
 local now
-if #ARGV == 9 * m then
+local server_clock = nargs == 9 * m -- now is the server's clock (TIME), not one passed in
+if server_clock then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = t[1] * 1000000 + t[2] -- strings of digits, converted by the arithmetic
 else
-  now = int_arg(9 * m + 1, 0, MAX_NOW_US)
-end
-if now == nil then
-  return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
+  now = ARGV[9 * m + 1]
+  now = hexargs and tonumber(now, 16) or tonumber(now)
+  if not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
+    return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
+  end
 end
 
 local codes = {
@@ -34,7 +38,7 @@ local codes = {
 }
 local out = {}
 for i = 0, m - 1 do
-  local ok, reply, err = pcall(lease_op, KEYS[2 * i + 1], KEYS[2 * i + 2], 9 * i, now)
+  local ok, reply, err = pcall(lease_op, KEYS[2 * i + 1], KEYS[2 * i + 2], 9 * i, now, hexargs, server_clock)
   if not ok then
     err = type(reply) == 'table' and reply.err or tostring(reply)
   end

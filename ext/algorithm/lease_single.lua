@@ -4,20 +4,23 @@
 if #KEYS ~= 2 then
   return redis.error_reply('SLUICE_INVALID_KEY a state key and a ledger key expected')
 end
-if #ARGV ~= 9 and #ARGV ~= 10 then
+local nargs = #ARGV
+if nargs ~= 9 and nargs ~= 10 then
   return redis.error_reply('SLUICE_INVALID_LIMIT 9 or 10 arguments expected')
 end
-local now
-if ARGV[10] == nil then
+local hexargs = byte(ARGV[1], 2) == 120
+local now = ARGV[10]
+local server_clock = now == nil -- now is the server's clock (TIME), not one passed in
+if server_clock then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = t[1] * 1000000 + t[2] -- strings of digits, converted by the arithmetic
 else
-  now = int_arg(10, 0, MAX_NOW_US)
+  now = hexargs and tonumber(now, 16) or tonumber(now)
+  if not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
+    return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
+  end
 end
-if now == nil then
-  return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
-end
-local reply, err = lease_op(KEYS[1], KEYS[2], 0, now)
+local reply, err = lease_op(KEYS[1], KEYS[2], 0, now, hexargs, server_clock)
 if err then
   return redis.error_reply(err)
 end

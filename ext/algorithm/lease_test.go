@@ -37,9 +37,10 @@ func newLeasers(t *testing.T, store sluice.Store, clock sluice.Clock) map[string
 }
 
 // tiers are the stores a lease script runs on: the Go twin, miniredis's
-// Lua and a real redis-server's.
+// Lua and a real redis-server's, sent hex and decimal arguments.
 func tiers(t *testing.T) []sluicetest.Tier {
-	return []sluicetest.Tier{sluicetest.MemTier(t), redistest.MiniredisTier(t), redistest.GoRedisTier(t, redistest.SharedRedis(t))}
+	return []sluicetest.Tier{sluicetest.MemTier(t), redistest.MiniredisTier(t),
+		redistest.GoRedisTier(t, redistest.SharedRedis(t)), redistest.DecimalTier(t, redistest.SharedRedis(t))}
 }
 
 const hold = time.Second
@@ -433,4 +434,99 @@ func TestALeaseBatchMixesTakesAndReleases(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestLeaseScriptsRejectBadArguments: the lease scripts check every
+// argument before any write, as their Go twin does, in hex and in
+// decimal, for callers that reach them directly.
+func TestLeaseScriptsRejectBadArguments(t *testing.T) {
+	for _, tier := range []sluicetest.Tier{sluicetest.MemTier(t),
+		redistest.GoRedisTier(t, redistest.SharedRedis(t)), redistest.DecimalTier(t, redistest.SharedRedis(t))} {
+		t.Run(tier.Name, func(t *testing.T) {
+			k := sluice.Key(sluicetest.UniqueKey(t)) + ":tb"
+			keys := []string{k, algorithm.LedgerKey(k)}
+			// rate, period_us, burst, cost, op, extra, held, hold_us, holder
+			ok := []int64{100, 1_000_000, 100, 1, 1, 10, 0, 1_000_000, 7}
+			with := func(i int, v int64) []int64 {
+				args := append([]int64(nil), ok...)
+				args[i] = v
+				return args
+			}
+			for _, tc := range []struct {
+				name string
+				keys []string
+				args []int64
+				code string
+			}{
+				{"one key", keys[:1], ok, ext.CodeInvalidKey},
+				{"empty key", []string{"", keys[1]}, ok, ext.CodeInvalidKey},
+				{"8 arguments", keys, ok[:8], ext.CodeInvalidLimit},
+				{"rate 0", keys, with(0, 0), ext.CodeInvalidLimit},
+				{"period 999", keys, with(1, 999), ext.CodeInvalidLimit},
+				{"burst over 1e12", keys, with(2, 1e12+1), ext.CodeInvalidLimit},
+				{"interval not within 1%", keys, []int64{700, 1000, 100, 1, 1, 0, 0, 1_000_000, 7}, ext.CodeInvalidLimit},
+				{"negative cost", keys, with(3, -1), ext.CodeInvalidCost},
+				{"op 3", keys, with(4, 3), ext.CodeInvalidCost},
+				{"negative extra", keys, with(5, -1), ext.CodeInvalidCost},
+				{"held over 1e12", keys, with(6, 1e12+1), ext.CodeInvalidCost},
+				{"hold 999 us", keys, with(7, 999), ext.CodeInvalidCost},
+				{"holder 0", keys, with(8, 0), ext.CodeInvalidCost},
+				{"negative holder", keys, with(8, -7), ext.CodeInvalidCost},
+				{"cost over burst", keys, with(3, 101), ext.CodeCostExceedsBurst},
+				{"now out of range", keys, append(append([]int64(nil), ok...), algorithm.MaxNowMicros+1), ext.CodeInvalidLimit},
+			} {
+				for _, script := range []*sluice.Script{algorithm.LeaseScript, algorithm.LeaseBatchScript} {
+					if script == algorithm.LeaseBatchScript && (tc.name == "one key" || tc.name == "8 arguments") {
+						continue // the batch answers a bad count for the whole call, tested below
+					}
+					reply, err := tier.Store.Run(t.Context(), script, tc.keys, tc.args)
+					if script == algorithm.LeaseBatchScript && err == nil {
+						// A bad operation of a batch is its reply's code
+						// (batch.lua's numbering).
+						batchCode := map[string]int64{ext.CodeInvalidLimit: 1, ext.CodeInvalidCost: 2,
+							ext.CodeCostExceedsBurst: 3, ext.CodeInvalidKey: 4}[tc.code]
+						require.Equal(t, []int64{-1, batchCode, 0, 0, 0, 0, 0}, reply, tc.name)
+					} else {
+						var se *ext.ServerError
+						require.ErrorAs(t, err, &se, "%s: an error reply", tc.name)
+						require.Equal(t, tc.code, se.Code, tc.name)
+					}
+					for _, key := range keys {
+						_, found, err := tier.Get(t.Context(), key)
+						require.NoError(t, err)
+						require.False(t, found, "%s: nothing written", tc.name)
+					}
+				}
+			}
+			_, err := tier.Store.Run(t.Context(), algorithm.LeaseBatchScript, keys[:1], ok)
+			require.ErrorContains(t, err, ext.CodeInvalidKey)
+		})
+	}
+}
+
+// TestLeaseWritesTheStateText: on the server's clock a lease writes the
+// bucket as the decision scripts do (state_text.lua), "0x" and 14 hex
+// digits, the key expiring at most three seconds after the bucket is
+// full, so that either keeps the other's expiry; and the token bucket
+// decides on it as on its own state.
+func TestLeaseWritesTheStateText(t *testing.T) {
+	tier := redistest.GoRedisTier(t, redistest.SharedRedis(t))
+	tb, err := tokenbucket.New(tier.Store)
+	require.NoError(t, err)
+	key := sluice.Key(sluicetest.UniqueKey(t))
+	g, err := tb.Lease(t.Context(), ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 3, Cost: 1, Extra: 20, Hold: hold})
+	require.NoError(t, err)
+	require.Positive(t, g.Extra)
+	raw, found, err := tier.Get(t.Context(), key+tokenbucket.KeySuffix)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Regexp(t, `^0x[0-9a-f]{14}$`, raw)
+	ttl, ok, err := tier.TTL(t.Context(), key+tokenbucket.KeySuffix)
+	require.NoError(t, err)
+	require.True(t, ok, "the bucket key has an expiry")
+	require.Greater(t, ttl, g.ResetAfter, "it outlives the bucket's refill")
+	require.LessOrEqual(t, ttl, g.ResetAfter+3*time.Second)
+	d, err := tb.AllowN(t.Context(), key, leaseLimit, 0)
+	require.NoError(t, err)
+	require.LessOrEqual(t, d.Remaining, leaseLimit.Burst-1-g.Extra, "the decision sees what the lease took")
 }

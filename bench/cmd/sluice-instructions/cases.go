@@ -80,10 +80,20 @@ func cases() []testCase {
 		{name: "floor: TIME, GET, SET PX", perCall: 1, setup: raw(
 			"local t = redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], t[1], 'PX', ARGV[1]) return 1",
 			[]string{"{t1}:f"}, 60000)},
-		{name: "floor of two keys: TIME, 2 x (GET, SET PX)", perCall: 1, setup: raw(
-			"local t = redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], t[1], 'PX', ARGV[1]) "+
-				"redis.call('GET', KEYS[2]) redis.call('SET', KEYS[2], t[1], 'PX', ARGV[1]) return 1",
-			[]string{"{t1}:f1", "{t1}:f2"}, 60000)},
+		// The commands the multi-limit and lease scripts send, with as
+		// many arguments and no check: their floors. A key's first call
+		// writes it with SET; the others change it in place, as the
+		// scripts do while a key's expiry stays.
+		{name: "floor of two keys: TIME, MGET, 2 x SETRANGE", perCall: 1, setup: raw(
+			"local t = redis.call('TIME') local v = redis.call('MGET', KEYS[1], KEYS[2]) "+
+				"if not v[1] then redis.call('SET', KEYS[1], t[1]) redis.call('SET', KEYS[2], t[1]) "+
+				"else redis.call('SETRANGE', KEYS[1], '0', t[1]) redis.call('SETRANGE', KEYS[2], '0', t[1]) end return 1",
+			[]string{"{t1}:f1", "{t1}:f2"}, "0x1", "0xf4240", "0xf4240", "0x746a5288001", "0xf4240", "0xf4240", "0x746a5288002")},
+		{name: "floor of a lease: TIME, GET, HGETALL, SETRANGE, HSET, PEXPIRE", perCall: 1, setup: raw(
+			"local t = redis.call('TIME') local v = redis.call('GET', KEYS[1]) redis.call('HGETALL', KEYS[2]) "+
+				"if not v then redis.call('SET', KEYS[1], t[1]) else redis.call('SETRANGE', KEYS[1], '0', t[1]) end "+
+				"redis.call('HSET', KEYS[2], '7', t[1]) redis.call('PEXPIRE', KEYS[2], ARGV[1]) return 1",
+			[]string{"{t1}:fl", "{t1}:fl:leases"}, "60000", "0xf4240", "0xe8d4a51000", "0x1", "0x1", "0xa", "0x0", "0xf4240", "0x7")},
 		{name: "go-redis/redis_rate v10", perCall: 1, setup: func(_ context.Context, c *redis.Client) (call, error) {
 			rl := redis_rate.NewLimiter(c)
 			limit := redis_rate.Limit{Rate: 1_000_000, Burst: 1_000_000_000, Period: time.Second}
