@@ -87,12 +87,12 @@ var (
 
 const (
 	maxLeaseHoldUs = 3600000000
-	leaseTTLMargin = 1000 // ms, as the decision scripts'
+	leaseTTLMargin = 1000 // ms: a ledger lives this long after its last reservation ends
 	// leaseShare is lease.lua's LEASE_SHARE: see leaseGrant.
 	leaseShare = 4
 )
 
-// leaseGrant is the lease rule (lease.lua's lease_grant): how many of extra
+// leaseGrant is the lease rule (written out in lease.lua): how many of extra
 // tokens a holder holding held is granted when the bucket has left after
 // the request's cost and others other holders hold live leases of the key.
 // After the grant the holder's unspent tokens are at most

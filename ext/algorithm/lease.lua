@@ -19,14 +19,15 @@
 -- KEYS[1]  the state key (as the decision script's)
 -- KEYS[2]  the ledger key, in the same slot
 -- ARGV[1..3] rate, period_us, burst, as the prelude checks them
---          (each number in decimal, or, when ARGV[1] starts with 0x, each
---          one as 0x and hex digits, as the prelude reads them)
+--          (each number in decimal, or, when the operation's rate starts
+--          with 0x, each one not negative as 0x and hex digits, as the
+--          prelude reads them; now_us in either, as its own prefix says)
 -- ARGV[4]  cost: op 1, 0..burst, decided as the decision script does
 --          (0 with extra 0 peeks; 0 with extra > 0 refills: allowed when
 --          a token is left); op 2, the unspent tokens given back, 0..1e12
 -- ARGV[5]  op: 1 take, 2 release
 -- ARGV[6]  extra: op 1, tokens to hold beyond cost, 0..1e12 (granted as
---          the lease rule allows, lease_grant)
+--          the lease rule allows; lease.go: leaseGrant)
 -- ARGV[7]  held: op 1, what the holder still holds of its reservation
 -- ARGV[8]  hold_us: op 1, how long the reservation lasts, 1000..3600000000
 -- ARGV[9]  holder: a positive integer, in decimal of at most 19 digits
@@ -54,10 +55,10 @@ local LEASE_SHARE = 4 -- the lease rule's (lease.go: leaseGrant)
 local format, byte = string.format, string.byte
 
 -- lease_op runs one operation on key and ledger, its arguments at
--- ARGV[b + 1 .. b + 9] (in hex when hexargs), at now (the server's clock
--- when server_clock); it returns the reply, or nil and an error message,
--- before any write of its own.
-local function lease_op(key, ledger, b, now, hexargs, server_clock)
+-- ARGV[b + 1 .. b + 9] (in hex when its rate is), at now (the server's
+-- clock when server_clock); it returns the reply, or nil and an error
+-- message, before any write of its own.
+local function lease_op(key, ledger, b, now, server_clock)
 if key == '' or ledger == '' then
   return nil, 'SLUICE_INVALID_KEY a state key and a ledger key expected'
 end
@@ -65,6 +66,7 @@ end
 -- strtoul wraps) is read again as decimal, as gopher-lua (miniredis)
 -- needs for a 0x prefix.
 local rate, period_us, burst, cost, op, extra, held, hold_us
+local hexargs = byte(ARGV[b + 1], 2) == 120
 if hexargs then
   rate, period_us, burst = tonumber(ARGV[b + 1], 16), tonumber(ARGV[b + 2], 16), tonumber(ARGV[b + 3], 16)
   cost, op, extra, held, hold_us = tonumber(ARGV[b + 4], 16), tonumber(ARGV[b + 5], 16), tonumber(ARGV[b + 6], 16), tonumber(ARGV[b + 7], 16), tonumber(ARGV[b + 8], 16)
@@ -88,7 +90,7 @@ if not ((op == 1 or op == 2)
   return nil, 'SLUICE_INVALID_COST op, cost, extra, held and hold_us must be integers in range'
 end
 local holder = ARGV[b + 9]
-if not (#holder <= 19 and string.match(holder, '^[1-9]%d*$') or hexargs and #holder <= 18 and string.match(holder, '^0x[1-9a-f]%x*$')) then
+if not (#holder <= 19 and string.match(holder, '^[1-9]%d*$') or #holder <= 18 and string.match(holder, '^0x[1-9a-f]%x*$')) then
   return nil, 'SLUICE_INVALID_COST holder must be a positive integer'
 end
 
@@ -269,8 +271,8 @@ if changed or (reserve > 0 and reserve_exp ~= mine_exp) then
     redis.call('HDEL', ledger, holder)
   end
   if last > 0 then
-    local ms = last - now -- up to the last reservation's end, plus a second, in whole milliseconds
-    redis.call('PEXPIRE', ledger, format('%d', (ms - ms % 1000) / 1000 + (ms % 1000 > 0 and 1 or 0) + 1000))
+    local us = last - now -- to the last reservation's end: the ledger lives that long, in whole milliseconds, plus a second
+    redis.call('PEXPIRE', ledger, format('%d', (us - us % 1000) / 1000 + (us % 1000 > 0 and 1 or 0) + 1000))
   end
 end
 

@@ -18,7 +18,6 @@ local nargs = #ARGV
 if nargs ~= 9 * m and nargs ~= 9 * m + 1 then
   return redis.error_reply('SLUICE_INVALID_LIMIT 9 arguments per operation expected')
 end
-local hexargs = byte(ARGV[1], 2) == 120
 local now
 local server_clock = nargs == 9 * m -- now is the server's clock (TIME), not one passed in
 if server_clock then
@@ -26,7 +25,7 @@ if server_clock then
   now = t[1] * 1000000 + t[2] -- strings of digits, converted by the arithmetic
 else
   now = ARGV[9 * m + 1]
-  now = hexargs and tonumber(now, 16) or tonumber(now)
+  now = byte(now, 2) == 120 and tonumber(now, 16) or tonumber(now)
   if not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
     return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
   end
@@ -38,7 +37,7 @@ local codes = {
 }
 local out = {}
 for i = 0, m - 1 do
-  local ok, reply, err = pcall(lease_op, KEYS[2 * i + 1], KEYS[2 * i + 2], 9 * i, now, hexargs, server_clock)
+  local ok, reply, err = pcall(lease_op, KEYS[2 * i + 1], KEYS[2 * i + 2], 9 * i, now, server_clock)
   if not ok then
     err = type(reply) == 'table' and reply.err or tostring(reply)
   end

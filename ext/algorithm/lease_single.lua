@@ -8,19 +8,18 @@ local nargs = #ARGV
 if nargs ~= 9 and nargs ~= 10 then
   return redis.error_reply('SLUICE_INVALID_LIMIT 9 or 10 arguments expected')
 end
-local hexargs = byte(ARGV[1], 2) == 120
 local now = ARGV[10]
 local server_clock = now == nil -- now is the server's clock (TIME), not one passed in
 if server_clock then
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2] -- strings of digits, converted by the arithmetic
 else
-  now = hexargs and tonumber(now, 16) or tonumber(now)
+  now = byte(now, 2) == 120 and tonumber(now, 16) or tonumber(now)
   if not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
     return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
   end
 end
-local reply, err = lease_op(KEYS[1], KEYS[2], 0, now, hexargs, server_clock)
+local reply, err = lease_op(KEYS[1], KEYS[2], 0, now, server_clock)
 if err then
   return redis.error_reply(err)
 end

@@ -500,6 +500,15 @@ func TestLeaseScriptsRejectBadArguments(t *testing.T) {
 			}
 			_, err := tier.Store.Run(t.Context(), algorithm.LeaseBatchScript, keys[:1], ok)
 			require.ErrorContains(t, err, ext.CodeInvalidKey)
+			// A batch whose first operation has a negative rate (sent in
+			// decimal, when the others are in hex): that one fails, the
+			// next is granted, in each number's own encoding.
+			k2 := sluice.Key(sluicetest.UniqueKey(t), "2") + ":tb"
+			reply, err := tier.Store.Run(t.Context(), algorithm.LeaseBatchScript,
+				[]string{k, algorithm.LedgerKey(k), k2, algorithm.LedgerKey(k2)}, append(with(0, -1), ok...))
+			require.NoError(t, err)
+			require.Equal(t, []int64{-1, 1, 0, 0, 0, 0, 0}, reply[:7])
+			require.Equal(t, []int64{1, 89, 0, 110000, 10, 1_000_000, 10}, reply[7:], "a grant of 10 beside the cost of 1")
 		})
 	}
 }
