@@ -539,3 +539,33 @@ func TestLeaseWritesTheStateText(t *testing.T) {
 	require.NoError(t, err)
 	require.LessOrEqual(t, d.Remaining, leaseLimit.Burst-1-g.Extra, "the decision sees what the lease took")
 }
+
+// TestLeaseReadsEachNumbersOwnEncoding: for callers that reach the lease
+// script directly, an operation's numbers are hex when its rate is, a
+// holder and now_us are read in either encoding whatever the others',
+// and every mix decides as the store's own call does.
+func TestLeaseReadsEachNumbersOwnEncoding(t *testing.T) {
+	tier := redistest.GoRedisTier(t, redistest.SharedRedis(t))
+	require.NotNil(t, tier.Raw)
+	now := sluicetest.Epoch.UnixMicro()
+	keysOf := func(name string) []string {
+		k := sluice.Key(sluicetest.UniqueKey(t), name) + ":tb"
+		return []string{k, algorithm.LedgerKey(k)}
+	}
+	want, err := tier.Store.Run(t.Context(), algorithm.LeaseScript, keysOf("store"),
+		[]int64{100, 1_000_000, 100, 1, 1, 10, 0, 1_000_000, 7, now})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, want[0])
+	hexNow, decNow := fmt.Sprintf("0x%x", now), fmt.Sprint(now)
+	for name, args := range map[string][]string{
+		"decimal, hex holder":     {"100", "1000000", "100", "1", "1", "10", "0", "1000000", "0x7", decNow},
+		"decimal, hex now":        {"100", "1000000", "100", "1", "1", "10", "0", "1000000", "7", hexNow},
+		"hex, decimal holder":     {"0x64", "0xf4240", "0x64", "0x1", "0x1", "0xa", "0x0", "0xf4240", "7", hexNow},
+		"hex, decimal now":        {"0x64", "0xf4240", "0x64", "0x1", "0x1", "0xa", "0x0", "0xf4240", "0x7", decNow},
+		"decimal, all in decimal": {"100", "1000000", "100", "1", "1", "10", "0", "1000000", "7", decNow},
+	} {
+		got, err := tier.Raw(t.Context(), algorithm.LeaseScript, keysOf(name), args...)
+		require.NoError(t, err, name)
+		require.Equal(t, want, got, name)
+	}
+}
