@@ -329,9 +329,11 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 	}
 	args := make([]int64, 1, 2+3*len(checks))
 	args[0] = n
+	stepped := true // every algorithm given as steps: the one-pass script decides
 	for _, c := range checks {
-		id, _ := specOf(c.Algorithm)
+		id, spec := specOf(c.Algorithm)
 		args = append(args, c.Limit.Rate, c.Limit.PeriodMicros(), packLimit(c.Limit.Burst, int64(id+1)))
+		stepped = stepped && spec.Steps != ""
 	}
 	if l.clock != nil {
 		t := l.clock.Now()
@@ -342,7 +344,7 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 		args = append(args, now)
 	}
 	var reply []int64
-	if allStepped(checks) {
+	if stepped {
 		reply, err = l.runStepped(ctx, keys, args)
 	} else {
 		reply, err = l.store.Run(ctx, script, keys, args)
@@ -372,17 +374,6 @@ func (l *Limiter) AllowN(ctx context.Context, checks []Check, n int64) (Decision
 		d.RetryAfter = max(d.RetryAfter, ld.RetryAfter)
 	}
 	return d, nil
-}
-
-// allStepped reports whether every check's algorithm is given as steps,
-// so that the one-pass script (multistep.lua) decides the call.
-func allStepped(checks []Check) bool {
-	for _, c := range checks {
-		if _, spec := specOf(c.Algorithm); spec.Steps == "" {
-			return false
-		}
-	}
-	return true
 }
 
 // runStepped runs the one-pass script and replies as the two-pass script
