@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/ext/algorithm"
+	"github.com/sluicehq/sluice/multilimit"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/embedded"
 	"github.com/sluicehq/sluice/store/goredisstore"
@@ -49,17 +50,20 @@ func expiryOf(t *testing.T, c *redis.Client, key string) int64 {
 }
 
 // stateOf returns key's state, which must be stored as "0x" and 14 hex
-// digits, and the expiry the scripts give it: the whole second after the
-// state, plus a second, in Unix milliseconds.
-func stateOf(t *testing.T, c *redis.Client, key string) (state, expiryMs int64) {
+// digits, with a trailing space when its expiry is on the 32-second grid
+// (steady), and the least expiry the scripts give that state: the whole
+// second after it, plus a second, in Unix milliseconds.
+func stateOf(t *testing.T, c *redis.Client, key string) (state, expiryMs int64, steady bool) {
 	t.Helper()
 	raw, err := c.Get(context.Background(), key).Result()
 	require.NoError(t, err)
-	require.Len(t, raw, 16, "%q: 0x and 14 hex digits", raw)
-	state, err = strconv.ParseInt(raw, 0, 64)
+	steady = strings.HasSuffix(raw, " ")
+	digits := strings.TrimSuffix(raw, " ")
+	require.Len(t, digits, 16, "%q: 0x and 14 hex digits, perhaps a space", raw)
+	state, err = strconv.ParseInt(digits, 0, 64)
 	require.NoError(t, err)
-	require.Equal(t, fmt.Sprintf("0x%014x", state), raw)
-	return state, (state-state%1_000_000)/1000 + 2000
+	require.Equal(t, fmt.Sprintf("0x%014x", state), digits)
+	return state, (state-state%1_000_000)/1000 + 2000, steady
 }
 
 // decide makes one decision on key through AllowN (path "single"), a
@@ -127,15 +131,15 @@ func TestStateTextReadsAnEarlierVersionsDecimal(t *testing.T) {
 		require.False(t, d.Allowed, "two tokens left, not three")
 		d = decide(t, l, path, key, limit, 2)
 		require.True(t, d.Allowed, "two tokens left")
-		state, expiry := stateOf(t, c, stateKey)
+		state, expiry, steady := stateOf(t, c, stateKey)
+		require.False(t, steady, "an earlier version's state: the second's grid")
 		require.Equal(t, tat+400_000, state, "two tokens more on the decimal state read")
 		require.InDelta(t, expiry, expiryOf(t, c, stateKey), 250, "the state's expiry, not the 50 s found")
 	})
 }
 
 // TestStateTextKeepsALaterExpiry: a write whose state expires no later
-// than the key does keeps the key's expiry (SETRANGE), and a write that
-// moves the state's whole second sets the new one, on every path, on
+// than the key does keeps the key's expiry (SETRANGE), on every path, on
 // Redis and the embedded store.
 func TestStateTextKeepsALaterExpiry(t *testing.T) {
 	ctx := context.Background()
@@ -145,38 +149,86 @@ func TestStateTextKeepsALaterExpiry(t *testing.T) {
 		// too.
 		fine := sluice.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000_000}
 		require.True(t, decide(t, l, path, key, fine, 1).Allowed)
-		_, first := stateOf(t, c, stateKey)
+		_, first, _ := stateOf(t, c, stateKey)
 		require.InDelta(t, first, expiryOf(t, c, stateKey), 250, "a new key: the state's expiry")
 		later := first + 10_000
 		require.NoError(t, c.PExpireAt(ctx, stateKey, time.UnixMilli(later)).Err())
 		require.True(t, decide(t, l, path, key, fine, 1).Allowed)
-		_, own := stateOf(t, c, stateKey)
+		_, own, _ := stateOf(t, c, stateKey)
 		require.LessOrEqual(t, own, first+1000)
 		require.InDelta(t, later, expiryOf(t, c, stateKey), 250, "the later expiry kept")
+	})
+}
 
-		// A second a request: every write moves the state's second past
-		// the key's expiry, which follows it.
+// TestStateTextMovesASteadyKeysExpiryOnA32SecondGrid: a key written once
+// expires on the second's grid; a key whose state moves past its expiry
+// (written again in a later second) gets an expiry on a 32-second grid,
+// 1 to 33 s after its state's, so that a steady key sets a new expiry
+// about once in 32 seconds of its state, on every path, on Redis and the
+// embedded store.
+func TestStateTextMovesASteadyKeysExpiryOnA32SecondGrid(t *testing.T) {
+	forEachPath(t, func(t *testing.T, c *redis.Client, l sluice.Limiter, path, key, stateKey string) {
+		// A second a request: every write moves the state a second on.
 		coarse := sluice.Limit{Rate: 1, Period: time.Second, Burst: 100_000_000}
-		for range 12 {
-			require.True(t, decide(t, l, path, key+":coarse", coarse, 1).Allowed)
+		stateKey = strings.Replace(stateKey, key, key+":coarse", 1)
+		key += ":coarse" // not the other tests' key
+		require.True(t, decide(t, l, path, key, coarse, 1).Allowed)
+		_, least, steady := stateOf(t, c, stateKey)
+		require.False(t, steady, "a new key: the second's grid")
+		require.InDelta(t, least, expiryOf(t, c, stateKey), 250, "a new key: the state's expiry")
+
+		seconds := map[int64]bool{}
+		for i := range 20 {
+			require.True(t, decide(t, l, path, key, coarse, 1).Allowed)
+			_, least, steady = stateOf(t, c, stateKey)
+			require.True(t, steady, "write %d: written before, in an earlier second", i)
+			got := expiryOf(t, c, stateKey)
+			require.GreaterOrEqual(t, got, least-250, "write %d: never before the state's expiry", i)
+			require.LessOrEqual(t, got, least+32_000+250, "write %d: at most 32 s after it", i)
+			seconds[(got+500)/1000] = true
 		}
-		coarseKey := strings.Replace(stateKey, key, key+":coarse", 1)
-		_, own = stateOf(t, c, coarseKey)
-		require.Greater(t, own, later, "twelve seconds of state")
-		require.InDelta(t, own, expiryOf(t, c, coarseKey), 250, "the new second's expiry")
+		// Twenty seconds of state cross the 32-second grid at most once
+		// after the first move: one expiry a second would be twenty.
+		require.LessOrEqual(t, len(seconds), 2, "expiries set: %v", seconds)
+
+		// The one-pass multi-limit script (two checks) reads the steady
+		// text as the same state and writes it back steady.
+		before, _, _ := stateOf(t, c, stateKey)
+		store, err := goredisstore.New(c)
+		require.NoError(t, err)
+		ml, err := multilimit.New(store)
+		require.NoError(t, err)
+		alg := multilimit.TokenBucket
+		if strings.HasSuffix(stateKey, ":gcra") {
+			alg = multilimit.GCRA
+		}
+		d, err := ml.AllowN(context.Background(), []multilimit.Check{
+			{Key: key, Limit: coarse, Algorithm: alg},
+			{Key: key + ":second", Limit: coarse, Algorithm: alg},
+		}, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		after, least, steady := stateOf(t, c, stateKey)
+		require.Equal(t, before+1_000_000, after, "a second more on the steady state read")
+		require.True(t, steady, "still steady")
+		got := expiryOf(t, c, stateKey)
+		require.GreaterOrEqual(t, got, least-250)
+		require.LessOrEqual(t, got, least+32_000+250)
 	})
 }
 
 // TestStateTextIsReadByAnEarlierVersion: the read of a state before this
-// version, tonumber without a base, takes the hex state for its number
+// version, tonumber without a base, takes the hex state (with or without
+// the steady key's trailing space) for its number
 // on Redis and the embedded store, so a rolling upgrade decides alike on
 // both sides.
 func TestStateTextIsReadByAnEarlierVersion(t *testing.T) {
 	const state = 1_767_225_600_523_457
-	text := fmt.Sprintf("0x%014x", state)
-	for server, c := range scriptServers(t) {
-		got, err := c.Eval(context.Background(), "return tonumber(ARGV[1])", []string{"{st}:any"}, text).Int64()
-		require.NoError(t, err, server)
-		require.Equal(t, int64(state), got, server)
+	for _, text := range []string{fmt.Sprintf("0x%014x", state), fmt.Sprintf("0x%014x ", state)} {
+		for server, c := range scriptServers(t) {
+			got, err := c.Eval(context.Background(), "return tonumber(ARGV[1])", []string{"{st}:any"}, text).Int64()
+			require.NoError(t, err, server)
+			require.Equal(t, int64(state), got, "%s: %q", server, text)
+		}
 	}
 }

@@ -187,7 +187,9 @@ func (r Reply) Ints() []int64 {
 // ExpiryTTL is the time to live, at now (Unix microseconds), of a Steps
 // algorithm's key whose state decides as a missing key from expiry on:
 // until the whole second after expiry, plus one second, as the scripts
-// set it (state_text.lua).
+// set it on a key's first write (state_text.lua). The scripts keep a key
+// written again in a later second up to 32 s longer; a key that is gone
+// decides as that state would, so the twins' decisions are the same.
 func ExpiryTTL(now, expiry int64) time.Duration {
 	at := expiry - expiry%1_000_000 + 2_000_000
 	return time.Duration(at-now) * time.Microsecond

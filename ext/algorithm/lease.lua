@@ -44,8 +44,9 @@
 -- SLUICE_INVALID_COST, SLUICE_COST_EXCEEDS_BURST, SLUICE_INVALID_STATE.
 -- The bucket is read and written as the decision scripts read and write
 -- it (ext/algorithm state_text.lua: the state in hex, the key expiring at
--- the whole second after the bucket is full plus a second, a write that
--- keeps that expiry a SETRANGE), so that either reads the other's
+-- the whole second, or 32 seconds for a steady key, after the bucket is
+-- full plus a second, a write that keeps that expiry a SETRANGE), so that
+-- either reads the other's
 -- state. Arithmetic is written out rather than through math.* and
 -- helper functions (a C call costs several hundred instructions, a Lua
 -- function call about 1,600; prelude.lua).

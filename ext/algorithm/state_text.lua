@@ -16,20 +16,26 @@
 -- every write of a hex state leaves the key expiring at that instant or
 -- later (KEEP reads it back from the state), so a write whose instant is
 -- no later keeps the key's expiry and sends only SETRANGE: a key written
--- many times a second gets a new expiry about once a second. An expiry
--- set by an earlier version is not trusted; with a clock passed in
--- (now_us), the expiry is always set, relative to the server's clock (a
--- key is decided on one clock: states of two clocks mean different
--- instants).
+-- many times a second gets a new expiry about once a second. A key whose
+-- state moves past its expiry (written again in a later second) is
+-- steady: its new expiry is the whole 32 seconds after the instant, plus
+-- a second, and its text ends in a space, so that KEEP reads that grid
+-- back. A key written once expires 1 to 2 s after its state, a steady key
+-- 1 to 33 s after, and moves its expiry about once in 32 seconds of its
+-- state rather than every second. An expiry set by an earlier version is
+-- not trusted; with a clock passed in (now_us), the expiry is always set,
+-- on the second's grid, relative to the server's clock (a key is decided
+-- on one clock: states of two clocks mean different instants).
 
 -- PARSE: raw -> state (an integer, or -1 when it is no number), code
 -- (state when it is an integer in [0, 2^53], else -2) and hex (raw is
--- this version's text). Only a 16-character string whose hex value is in
--- range reads as hex: an earlier version's decimal state is shorter or,
--- at 16 digits, out of range as hex, and reads as decimal. Real Redis
--- takes the first branch for its own text; gopher-lua (miniredis), whose
--- tonumber takes a 0x prefix only without a base, the second.
-local v = #raw == 16 and tonumber(raw, 16)
+-- this version's text). Only a string of 17 characters (a steady key's,
+-- whose trailing space tonumber skips) or 16 whose hex value is in range
+-- reads as hex: an earlier version's decimal state is shorter or, at 16
+-- digits, out of range as hex, and reads as decimal. Real Redis takes the
+-- first branch for its own text; gopher-lua (miniredis), whose tonumber
+-- takes a 0x prefix only without a base, the second.
+local v = (#raw == 17 or #raw == 16) and tonumber(raw, 16)
 if v and v <= 9007199254740992 then
   state, code, hex = v, v, true
 else
@@ -38,32 +44,40 @@ else
   if not (state >= 0 and state <= 9007199254740992 and state % 1 == 0) then
     code = -2
   end
-  hex = code >= 0 and #raw == 16 and byte(raw, 2) == 120
+  hex = code >= 0 and (#raw == 17 or #raw == 16) and byte(raw, 2) == 120
 end
 
 -- KEEP: after the state check passed, the instant the key expires at or
--- after, when this version wrote it.
+-- after, when this version wrote it: on the 32-second grid when the key
+-- is steady.
 if server_clock and hex then
 -- EXPIRY
-  keep_at = expiry_us - expiry_us % 1000000 + 2000000
+  if #raw == 17 then
+    keep_at = expiry_us - expiry_us % 32000000 + 33000000
+  else
+    keep_at = expiry_us - expiry_us % 1000000 + 2000000
+  end
 end
 
 -- WRITE: state (false: delete) to wkey, for the single decision. (DEFER
 -- below is the same rule for the many keys of a batch, which costs a
--- decision a table or two more.)
+-- decision a table or two more.) SETRANGE writes the 14 digits alone,
+-- leaving the text around them (a steady key's space) as it is.
 if not state then
   redis.call('DEL', wkey)
 else
 -- EXPIRY
   local at = expiry_us - expiry_us % 1000000 + 2000000
-  local text = format('0x%014x', state)
   if keep_at and at <= keep_at then
-    redis.call('SETRANGE', wkey, '0', text)
+    redis.call('SETRANGE', wkey, '0', format('0x%014x', state))
+  elseif keep_at then
+    at = expiry_us - expiry_us % 32000000 + 33000000
+    redis.call('SET', wkey, format('0x%014x ', state), 'PXAT', format('%d', at / 1000))
   elseif server_clock then
-    redis.call('SET', wkey, text, 'PXAT', format('%d', at / 1000))
+    redis.call('SET', wkey, format('0x%014x', state), 'PXAT', format('%d', at / 1000))
   else
     local ms = at - now
-    redis.call('SET', wkey, text, 'PX', format('%d', (ms - ms % 1000) / 1000))
+    redis.call('SET', wkey, format('0x%014x', state), 'PX', format('%d', (ms - ms % 1000) / 1000))
   end
 end
 
@@ -76,10 +90,16 @@ if not state then
 else
 -- EXPIRY
   local at = expiry_us - expiry_us % 1000000 + 2000000
-  local text = format('0x%014x', state)
   if keep_at and at <= keep_at then
-    redis.call('SETRANGE', wkey, '0', text)
+    redis.call('SETRANGE', wkey, '0', format('0x%014x', state))
   else
+    local text
+    if keep_at then
+      at = expiry_us - expiry_us % 32000000 + 33000000
+      text = format('0x%014x ', state)
+    else
+      text = format('0x%014x', state)
+    end
     if at ~= last_at then
       last_at = at
       if server_clock then

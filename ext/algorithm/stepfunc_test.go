@@ -65,7 +65,7 @@ func TestFillSteps(t *testing.T) {
 	text, err := algorithm.FillSteps(tb, "\n-- CHECK\nlocal x = 1\n-- WRITE\n")
 	require.NoError(t, err)
 	require.Contains(t, text, "SLUICE_COST_EXCEEDS_BURST", "the check")
-	require.Contains(t, text, "redis.call('SETRANGE', wkey, '0', text)", "the state text's write")
+	require.Contains(t, text, "redis.call('SETRANGE', wkey, '0', format('0x%014x', state))", "the state text's write")
 	require.Contains(t, text, "expiry_us = state", "the expiry, within the write")
 	require.NotContains(t, text, "-- CHECK\n")
 	require.NotContains(t, text, "-- EXPIRY\n")
