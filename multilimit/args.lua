@@ -30,7 +30,7 @@ local server_clock = false
 -- (or a decimal negative, which strtoul wraps) is read again as decimal,
 -- as gopher-lua (miniredis) needs for a 0x prefix; now_us, which has no
 -- valid negative, only when the hex read gives nothing.
-local tonumber = tonumber
+local KEYS, ARGV, tonumber, redis, string = KEYS, ARGV, tonumber, redis, string -- globals read more than once, held in locals (a global is a table lookup at each read)
 local a1 = ARGV[1]
 local hex = a1 and string.byte(a1, 2) == 120
 local cost = hex and tonumber(a1, 16)

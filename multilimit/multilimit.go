@@ -129,7 +129,7 @@ func buildTwoPass() string {
 	header := fmt.Sprintf("local accepted = {%s}\nlocal stepped = {%s}\nlocal bodies = {}",
 		strings.Join(accepted, ", "), strings.Join(stepped, ", "))
 	args := replaceLine(replaceLine(argsSource, "-- ACCEPTED:", header), "-- DEFINE:", define.String())
-	return algorithm.Lib() + args + twoPassSource
+	return algorithm.LibFor(args+twoPassSource) + args + twoPassSource
 }
 
 // buildMultiStep writes the one-pass script: args.lua taking the
@@ -179,7 +179,7 @@ func buildMultiStep() string {
 	write.WriteString("end")
 	args := replaceLine(replaceLine(argsSource, "-- ACCEPTED:", "local accepted = {"+strings.Join(accepted, ", ")+"}"), "-- DEFINE:", "")
 	body := replaceLine(replaceLine(multiStepSource, "-- DECIDE:", decide.String()), "-- WRITE:", write.String())
-	return algorithm.Lib() + args + body
+	return algorithm.LibFor(args+body) + args + body
 }
 
 // replaceLine puts text in place of the line of source that starts with

@@ -22,6 +22,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -34,9 +35,21 @@ var prelude string
 //go:embed lib.lua
 var lib string
 
-// Lib returns the Lua helpers every Sluice script starts with (int_arg,
-// read_now and the bounds they check), for scripts assembled elsewhere.
+// Lib returns the Lua helpers every Sluice script starts with (int_arg
+// and the bounds it and the prelude check), for scripts assembled
+// elsewhere.
 func Lib() string { return lib }
+
+// LibFor returns the part of Lib a script made of source needs, to put
+// before it: the bounds, and int_arg only when source calls it (a
+// function defined on every call costs a few hundred instructions).
+func LibFor(source string) string {
+	if strings.Contains(source, "int_arg(") {
+		return lib
+	}
+	bounds, _, _ := strings.Cut(lib, "-- int_arg returns")
+	return bounds
+}
 
 // DecideFunc is the Go twin of an algorithm's script body: given the
 // prelude's parsed arguments it validates what the body validates,
@@ -47,7 +60,7 @@ type DecideFunc func(tx sluice.LocalTx, a Args, dry bool) ([]int64, error)
 // NewScript returns the decision script made of the shared prelude and
 // body, paired with its Go twin: ParseArgs, then decide (never dry).
 func NewScript(body string, decide DecideFunc) *sluice.Script {
-	return sluice.NewHexScript(lib+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	return sluice.NewHexScript(LibFor(prelude+body)+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		a, err := ParseArgs(tx, keys, args)
 		if err != nil {
 			return nil, err
@@ -61,7 +74,7 @@ func NewScript(body string, decide DecideFunc) *sluice.Script {
 // its Go twin: ParseArgs, then Decide, replying as the script does
 // (stepReply).
 func newStepScript(spec *Spec, body string) *sluice.Script {
-	return sluice.NewHexScript(lib+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	return sluice.NewHexScript(LibFor(prelude+body)+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		a, err := ParseArgs(tx, keys, args)
 		if err != nil {
 			return nil, err

@@ -61,10 +61,8 @@ func newBatchScript(spec *Spec) *sluice.Script {
 // steps (batch_step.lua with its four parts written in), paired
 // with its Go twin.
 func newStepBatchScript(spec *Spec, check, state, step, expiry string) *sluice.Script {
-	// The bounds of lib.lua without int_arg, which it does not use: a
-	// closure made per call is a cost.
-	bounds, _, _ := strings.Cut(lib, "-- int_arg returns")
-	source := bounds + batchArgsSource + fillSteps(batchStepSource, check, state, step, expiry)
+	source := batchArgsSource + fillSteps(batchStepSource, check, state, step, expiry)
+	source = LibFor(source) + source
 	return sluice.NewHexScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		return runStepBatch(tx, keys, args, spec.Decide)
 	})

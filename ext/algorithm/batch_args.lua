@@ -30,6 +30,7 @@
 
 -- The numbers in decimal, or, when ARGV[1] starts with 0x, each one that
 -- is not negative as 0x and hex digits (prelude.lua says why).
+local KEYS, ARGV, tonumber, redis, string = KEYS, ARGV, tonumber, redis, string -- globals read more than once, held in locals (a global is a table lookup at each read)
 local hex = type(ARGV[1]) == 'string' and string.byte(ARGV[1], 2) == 120
 local m = hex and tonumber(ARGV[1], 16) or tonumber(ARGV[1])
 local s = 0

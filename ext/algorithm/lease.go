@@ -30,17 +30,16 @@ var LeaseScript = sluice.NewHexScript(leaseScriptSource(leaseSingleSource), leas
 // LeaseBatchScript runs many lease operations in one call (lease_batch.lua).
 var LeaseBatchScript = sluice.NewHexScript(leaseScriptSource(leaseBatchSource), leaseBatchModel)
 
-// leaseScriptSource is a lease script: lib.lua's bounds (its int_arg, a
-// closure made per call, is not used), lease.lua with state_text.lua's
-// parts written in (a bucket's expiry is its state, the time it is full
-// again), then main, the script's own part.
+// leaseScriptSource is a lease script: what it needs of lib.lua
+// (LibFor), lease.lua with state_text.lua's parts written in (a bucket's
+// expiry is its state, the time it is full again), then main, the
+// script's own part.
 func leaseScriptSource(main string) string {
-	bounds, _, _ := strings.Cut(lib, "-- int_arg returns")
 	text, err := tryFillSteps(leaseSource, "", "", "", "expiry_us = state", false)
 	if err != nil {
 		panic("algorithm: lease.lua " + err.Error())
 	}
-	return bounds + text + main
+	return LibFor(text+main) + text + main
 }
 
 // Lease script operations (ARGV[5]).

@@ -52,6 +52,7 @@
 -- function call about 1,600; prelude.lua).
 -- Keep in step with lease.go (leaseOp).
 
+local KEYS, ARGV, tonumber, redis, string = KEYS, ARGV, tonumber, redis, string -- globals read more than once, held in locals (a global is a table lookup at each read)
 local LEASE_SHARE = 4 -- the lease rule's (lease.go: leaseGrant)
 local format, byte = string.format, string.byte
 

@@ -1,5 +1,7 @@
 -- Sluice's shared Lua helpers, placed at the top of every script (decision,
--- batch and multi-limit) by algorithm.Lib, so that they exist once.
+-- batch, multi-limit and lease) by algorithm.LibFor, so that they exist
+-- once: int_arg only in a script that calls it (a body of an algorithm
+-- of its own may), since defining a function costs every call.
 
 local MAX_NOW_US = 4102444800000000 -- 2100-01-01 in Unix microseconds
 local MAX_FILL_US = 316224000000000 -- the longest time to refill a state

@@ -24,6 +24,7 @@
 -- several hundred, where the operators below cost a few each. A number is
 -- whole when v % 1 == 0; NaN and the infinities fail every range check.
 
+local KEYS, ARGV, tonumber, redis, string = KEYS, ARGV, tonumber, redis, string -- globals read more than once, held in locals (a global is a table lookup at each read)
 local key = KEYS[1]
 if #KEYS ~= 1 or key == '' then
   return redis.error_reply('SLUICE_INVALID_KEY one non-empty key expected')

@@ -78,3 +78,22 @@ func TestFillSteps(t *testing.T) {
 	_, err = algorithm.FillSteps(tb, "return 1\n")
 	require.ErrorContains(t, err, "has none of the lines")
 }
+
+// TestLibForDefinesIntArgForASourceThatCallsIt: a script gets int_arg, a
+// function defined on every call, only when it calls it; the bounds
+// always.
+func TestLibForDefinesIntArgForASourceThatCallsIt(t *testing.T) {
+	with := algorithm.LibFor("local n = int_arg(1, 0, 10)\n")
+	require.Equal(t, algorithm.Lib(), with)
+	require.Contains(t, with, "local function int_arg(")
+	without := algorithm.LibFor("return 1\n")
+	require.NotContains(t, without, "int_arg(")
+	require.Contains(t, without, "local MAX_NOW_US")
+	require.Contains(t, without, "local MAX_FILL_US")
+	for name, source := range map[string]string{
+		"tokenbucket": tokenbucket.Script().Source(),
+		"lease":       algorithm.LeaseScript.Source(),
+	} {
+		require.NotContains(t, source, "int_arg(", "%s does not call it", name)
+	}
+}
