@@ -70,6 +70,19 @@ func limiterOn(c *redis.Client, alg string) (sluice.Limiter, error) {
 	return algorithms.New(alg, store)
 }
 
+// batchLimiterOn is limiterOn's limiter and its AllowBatch.
+func batchLimiterOn(c *redis.Client, alg string) (sluice.Limiter, sluice.BatchLimiter, error) {
+	l, err := limiterOn(c, alg)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, ok := sluice.As[sluice.BatchLimiter](l)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s has no AllowBatch", alg)
+	}
+	return l, b, nil
+}
+
 func cases() []testCase {
 	cs := []testCase{
 		// The references take a decision's key and four arguments.
@@ -120,13 +133,9 @@ func cases() []testCase {
 				name, target = alg+", batch of 16 keys", targetKeyBatch
 			}
 			cs = append(cs, testCase{name: name, perCall: 16, target: target, setup: func(_ context.Context, c *redis.Client) (call, error) {
-				l, err := limiterOn(c, alg)
+				_, b, err := batchLimiterOn(c, alg)
 				if err != nil {
 					return nil, err
-				}
-				b, ok := sluice.As[sluice.BatchLimiter](l)
-				if !ok {
-					return nil, fmt.Errorf("%s has no AllowBatch", alg)
 				}
 				reqs := make([]sluice.Request, 16)
 				for i := range reqs {
@@ -144,68 +153,12 @@ func cases() []testCase {
 	// and so its expiry's second, a second on: before steady keys
 	// (ext/algorithm state_text.lua) every write set a new expiry; a
 	// steady key sets one about once in 32 writes.
-	for _, alg := range []string{"tokenbucket", "gcra"} {
-		for _, perCall := range []int{1, 16} {
-			name, target := alg+", a second a request", int64(targetSingle)
-			if perCall == 16 {
-				name, target = alg+", batch of 16 keys, a second a request", targetKeyBatch
-			}
-			cs = append(cs, testCase{name: name, perCall: perCall, target: target, setup: func(_ context.Context, c *redis.Client) (call, error) {
-				l, err := limiterOn(c, alg)
-				if err != nil {
-					return nil, err
-				}
-				b, ok := sluice.As[sluice.BatchLimiter](l)
-				if !ok {
-					return nil, fmt.Errorf("%s has no AllowBatch", alg)
-				}
-				limit := sluice.Limit{Rate: 1, Period: time.Second, Burst: 100_000_000}
-				reqs := make([]sluice.Request, perCall)
-				for i := range reqs {
-					reqs[i] = sluice.Request{Key: fmt.Sprintf("{t1}:%s:second:%d", alg, i), Limit: limit, N: 1}
-				}
-				return func(ctx context.Context) error {
-					if perCall == 1 {
-						return allowed(l.AllowN(ctx, reqs[0].Key, limit, 1))
-					}
-					return allowedBatch(ctx, b, reqs)
-				}, nil
-			}})
-		}
-	}
+	second := func(string) sluice.Limit { return sluice.Limit{Rate: 1, Period: time.Second, Burst: 100_000_000} }
+	cs = append(cs, bucketCases("a second a request", "batch of 16 keys, a second a request", "second", second, false)...)
 	// A key seen once: every call decides on keys no call has written,
 	// so that each write creates its key with SET and an expiry, as a
 	// limit on many keys, each seen seldom, does.
-	for _, alg := range []string{"tokenbucket", "gcra"} {
-		for _, perCall := range []int{1, 16} {
-			name, target := alg+", a new key every call", int64(targetSingle)
-			if perCall == 16 {
-				name, target = alg+", batch of 16 new keys", targetKeyBatch
-			}
-			cs = append(cs, testCase{name: name, perCall: perCall, target: target, setup: func(_ context.Context, c *redis.Client) (call, error) {
-				l, err := limiterOn(c, alg)
-				if err != nil {
-					return nil, err
-				}
-				b, ok := sluice.As[sluice.BatchLimiter](l)
-				if !ok {
-					return nil, fmt.Errorf("%s has no AllowBatch", alg)
-				}
-				limit, next := allowAll(alg), 0
-				reqs := make([]sluice.Request, perCall)
-				return func(ctx context.Context) error {
-					for i := range reqs {
-						reqs[i] = sluice.Request{Key: fmt.Sprintf("{t1}:%s:new:%d", alg, next), Limit: limit, N: 1}
-						next++
-					}
-					if perCall == 1 {
-						return allowed(l.AllowN(ctx, reqs[0].Key, limit, 1))
-					}
-					return allowedBatch(ctx, b, reqs)
-				}, nil
-			}})
-		}
-	}
+	cs = append(cs, bucketCases("a new key every call", "batch of 16 new keys", "new", allowAll, true)...)
 	tb := multilimit.Check{Key: "{t1}:m:tb", Limit: allowAll("tokenbucket"), Algorithm: multilimit.TokenBucket}
 	gcra := multilimit.Check{Key: "{t1}:m:gcra", Limit: allowAll("gcra"), Algorithm: multilimit.GCRA}
 	for _, m := range []struct {
@@ -276,4 +229,41 @@ func allowedBatch(ctx context.Context, b sluice.BatchLimiter, reqs []sluice.Requ
 		}
 	}
 	return nil
+}
+
+// bucketCases is a single decision and a batch of 16 for the token bucket
+// and GCRA under limit, named "ALG, single" and "ALG, batch": on the same
+// keys at every call or, fresh, on keys no call has written.
+func bucketCases(single, batch, keyPart string, limit func(alg string) sluice.Limit, fresh bool) []testCase {
+	var cs []testCase
+	for _, alg := range []string{"tokenbucket", "gcra"} {
+		for _, perCall := range []int{1, 16} {
+			name, target := alg+", "+single, int64(targetSingle)
+			if perCall == 16 {
+				name, target = alg+", "+batch, targetKeyBatch
+			}
+			cs = append(cs, testCase{name: name, perCall: perCall, target: target, setup: func(_ context.Context, c *redis.Client) (call, error) {
+				l, b, err := batchLimiterOn(c, alg)
+				if err != nil {
+					return nil, err
+				}
+				lim, next := limit(alg), 0
+				reqs := make([]sluice.Request, perCall)
+				return func(ctx context.Context) error {
+					for i := range reqs {
+						n := i
+						if fresh {
+							n, next = next, next+1
+						}
+						reqs[i] = sluice.Request{Key: fmt.Sprintf("{t1}:%s:%s:%d", alg, keyPart, n), Limit: lim, N: 1}
+					}
+					if perCall == 1 {
+						return allowed(l.AllowN(ctx, reqs[0].Key, lim, 1))
+					}
+					return allowedBatch(ctx, b, reqs)
+				}, nil
+			}})
+		}
+	}
+	return cs
 }
