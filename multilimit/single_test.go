@@ -1,6 +1,7 @@
 package multilimit_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -121,12 +122,19 @@ func TestMultiLimitWritesTheStateText(t *testing.T) {
 					raw, found, err := tier.Get(t.Context(), key)
 					require.NoError(t, err)
 					require.True(t, found, key)
-					require.Regexp(t, `^0x[0-9a-f]{14}$`, raw, key)
+					// A space when a whole second fell between the calls: the
+					// key is steady, its expiry on the 32-second grid
+					// (ext/algorithm state_text.lua).
+					require.Regexp(t, `^0x[0-9a-f]{14} ?$`, raw, key)
+					most := 3 * time.Second
+					if strings.HasSuffix(raw, " ") {
+						most = 34 * time.Second
+					}
 					ttl, ok, err := tier.TTL(t.Context(), key)
 					require.NoError(t, err)
 					require.True(t, ok, "%s has an expiry", key)
 					require.Greater(t, ttl, time.Duration(0), key)
-					require.LessOrEqual(t, ttl, 3*time.Second, key)
+					require.LessOrEqual(t, ttl, most, key)
 				}
 			}
 		})

@@ -12,8 +12,8 @@
 -- conform?), cost < 0 refunds |cost| intervals (never below now).
 -- Reply: {allowed (0|1), remaining, retry_after_us, reset_after_us}.
 -- Writes on admission and refund only, the key expiring 1 to 2 s after
--- tat, or up to 33 s for a key written again in a later second
--- (ext/algorithm state_text.lua); a denial and a peek write nothing.
+-- tat, or up to 33 s for a key whose state a write moved past its
+-- expiry (ext/algorithm state_text.lua); a denial and a peek write nothing.
 -- O(1): TIME, GET, at most one write.
 -- Keep in step with model.go.
 --

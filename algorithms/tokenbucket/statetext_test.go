@@ -214,6 +214,18 @@ func TestStateTextMovesASteadyKeysExpiryOnA32SecondGrid(t *testing.T) {
 		got := expiryOf(t, c, stateKey)
 		require.GreaterOrEqual(t, got, least-250)
 		require.LessOrEqual(t, got, least+32_000+250)
+
+		// A write on the caller's clock sets a fresh expiry on the
+		// second's grid and drops the space: no script then trusts a
+		// 32-second grid that no write set.
+		clocked, err := algorithm.New(algorithm.Registered(string(alg)), store, algorithm.WithClock(sluice.SystemClock{}))
+		require.NoError(t, err)
+		d2, err := clocked.AllowN(context.Background(), key, coarse, 1)
+		require.NoError(t, err)
+		require.True(t, d2.Allowed)
+		_, least, steady = stateOf(t, c, stateKey)
+		require.False(t, steady, "the caller's clock: the second's grid")
+		require.InDelta(t, least, expiryOf(t, c, stateKey), 250, "the state's own expiry")
 	})
 }
 

@@ -13,8 +13,8 @@
 -- < 0 gives |cost| tokens back (never past full).
 -- Reply: {allowed (0|1), remaining (tokens), retry_after_us, reset_after_us}.
 -- A write leaves the key expiring 1 to 2 s after the bucket is full, or
--- up to 33 s for a key written again in a later second (ext/algorithm
--- state_text.lua); a peek and a denial write nothing.
+-- up to 33 s for a key whose state a write moved past its expiry
+-- (ext/algorithm state_text.lua); a peek and a denial write nothing.
 -- O(1): TIME, GET, at most one write.
 -- Extra errors, before any write: SLUICE_INVALID_LIMIT (interval not within
 -- 1%, fill time too long), SLUICE_COST_EXCEEDS_BURST, SLUICE_INVALID_COST,

@@ -22,6 +22,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -41,15 +42,21 @@ var lib string
 func Lib() string { return lib }
 
 // LibFor returns the part of Lib a script made of source needs, to put
-// before it: the bounds, and int_arg only when source calls it (a
-// function defined on every call costs a few hundred instructions).
+// before it: the bounds, and int_arg only when source names it outside a
+// comment (a function defined on every call costs a few hundred
+// instructions).
 func LibFor(source string) string {
-	if strings.Contains(source, "int_arg(") {
-		return lib
+	for _, line := range strings.Split(source, "\n") {
+		code, _, _ := strings.Cut(line, "--")
+		if intArgName.MatchString(code) {
+			return lib
+		}
 	}
 	bounds, _, _ := strings.Cut(lib, "-- int_arg returns")
 	return bounds
 }
+
+var intArgName = regexp.MustCompile(`\bint_arg\b`)
 
 // DecideFunc is the Go twin of an algorithm's script body: given the
 // prelude's parsed arguments it validates what the body validates,
@@ -201,8 +208,9 @@ func (r Reply) Ints() []int64 {
 // algorithm's key whose state decides as a missing key from expiry on:
 // until the whole second after expiry, plus one second, as the scripts
 // set it on a key's first write (state_text.lua). The scripts keep a key
-// written again in a later second up to 32 s longer; a key that is gone
-// decides as that state would, so the twins' decisions are the same.
+// whose state a write moved past its expiry up to 32 s longer; a key that
+// is gone decides as that state would, so the twins' decisions are the
+// same.
 func ExpiryTTL(now, expiry int64) time.Duration {
 	at := expiry - expiry%1_000_000 + 2_000_000
 	return time.Duration(at-now) * time.Microsecond
@@ -236,7 +244,9 @@ type Spec struct {
 	// the new state (false: delete the key). The expiry part sets
 	// expiry_us, from state alone, to the instant from which that state
 	// decides as a missing key: the key expires at the whole second after
-	// it plus one second ([ExpiryTTL]). None of them calls Redis or
+	// it plus one second ([ExpiryTTL]), or on a 32-second grid once a
+	// write has moved the state past the key's expiry (state_text.lua).
+	// None of them calls Redis or
 	// returns. Register builds Body from them (step_body.lua), and a
 	// batch (batch_step.lua) that reads each key once and decides all its
 	// requests in memory; Decide must then use only Get, Set and Del of

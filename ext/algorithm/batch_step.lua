@@ -22,8 +22,9 @@
 -- decision, and checks its allowed bits against these. Keep in step with
 -- batch.go (runStepBatch, replayBatch).
 
--- Globals read per key, as locals: a global is a table lookup.
-local KEYS, tonumber, format, byte = KEYS, tonumber, string.format, string.byte
+-- The functions read per key, as locals (batch_args.lua holds the
+-- globals): a table field is a lookup at each read.
+local format, byte = string.format, string.byte
 local dry = false
 local figures = false -- the Go twin works out remaining and reset_after
 local WRONG_TYPE = {} -- the state of a key holding another type, or a string its check refuses

@@ -17,8 +17,8 @@
 -- later (KEEP reads it back from the state), so a write whose instant is
 -- no later keeps the key's expiry and sends only SETRANGE: a key written
 -- many times a second gets a new expiry about once a second. A key whose
--- state moves past its expiry (written again in a later second) is
--- steady: its new expiry is the whole 32 seconds after the instant, plus
+-- state a write moves past its expiry (written again in a later second,
+-- or a burst that moves the state a second or more) is steady: its new expiry is the whole 32 seconds after the instant, plus
 -- a second, and its text ends in a space, so that KEEP reads that grid
 -- back. A key written once expires 1 to 2 s after its state, a steady key
 -- 1 to 33 s after, and moves its expiry about once in 32 seconds of its

@@ -80,13 +80,15 @@ func TestFillSteps(t *testing.T) {
 }
 
 // TestLibForDefinesIntArgForASourceThatCallsIt: a script gets int_arg, a
-// function defined on every call, only when it calls it; the bounds
-// always.
+// function defined on every call, only when it names it outside a
+// comment; the bounds always.
 func TestLibForDefinesIntArgForASourceThatCallsIt(t *testing.T) {
 	with := algorithm.LibFor("local n = int_arg(1, 0, 10)\n")
 	require.Equal(t, algorithm.Lib(), with)
 	require.Contains(t, with, "local function int_arg(")
-	without := algorithm.LibFor("return 1\n")
+	require.Equal(t, algorithm.Lib(), algorithm.LibFor("local f = int_arg\nreturn f (1, 0, 10)\n"), "named, not called in place")
+	require.Equal(t, algorithm.Lib(), algorithm.LibFor("return int_arg (1, 0, 10) -- a call\n"))
+	without := algorithm.LibFor("-- written out rather than through int_arg\nreturn 1\n")
 	require.NotContains(t, without, "int_arg(")
 	require.Contains(t, without, "local MAX_NOW_US")
 	require.Contains(t, without, "local MAX_FILL_US")
