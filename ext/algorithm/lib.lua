@@ -5,6 +5,7 @@
 
 local MAX_NOW_US = 4102444800000000 -- 2100-01-01 in Unix microseconds
 local MAX_FILL_US = 316224000000000 -- the longest time to refill a state
+local STEADY_GRID_US = 32000000 -- a steady key's expiry grid (state_text.lua)
 
 -- int_arg returns ARGV[i] as an integer in [lo, hi], or nil.
 local function int_arg(i, lo, hi)

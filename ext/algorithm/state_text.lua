@@ -18,9 +18,10 @@
 -- no later keeps the key's expiry and sends only SETRANGE: a key written
 -- many times a second gets a new expiry about once a second. A key whose
 -- state a write moves past its expiry (written again in a later second,
--- or a burst that moves the state a second or more) is steady: its new expiry is the whole 32 seconds after the instant, plus
--- a second, and its text ends in a space, so that KEEP reads that grid
--- back. A key written once expires 1 to 2 s after its state, a steady key
+-- or a burst that moves the state a second or more) is steady: its new
+-- expiry is the whole 32 seconds (STEADY_GRID_US, lib.lua) after the
+-- instant, plus a second, and its text ends in a space, so that KEEP
+-- reads that grid back. A key written once expires 1 to 2 s after its state, a steady key
 -- 1 to 33 s after, and moves its expiry about once in 32 seconds of its
 -- state rather than every second. An expiry set by an earlier version is
 -- not trusted; with a clock passed in (now_us), the expiry is always set,
@@ -53,7 +54,7 @@ end
 if server_clock and hex then
 -- EXPIRY
   if #raw == 17 then
-    keep_at = expiry_us - expiry_us % 32000000 + 33000000
+    keep_at = expiry_us - expiry_us % STEADY_GRID_US + STEADY_GRID_US + 1000000
   else
     keep_at = expiry_us - expiry_us % 1000000 + 2000000
   end
@@ -61,8 +62,8 @@ end
 
 -- WRITE: state (false: delete) to wkey, for the single decision. (DEFER
 -- below is the same rule for the many keys of a batch, which costs a
--- decision a table or two more.) SETRANGE writes the 14 digits alone,
--- leaving the text around them (a steady key's space) as it is.
+-- decision a table or two more.) SETRANGE writes the first 16
+-- characters, "0x" and the digits, leaving a steady key's space.
 if not state then
   redis.call('DEL', wkey)
 else
@@ -71,7 +72,7 @@ else
   if keep_at and at <= keep_at then
     redis.call('SETRANGE', wkey, '0', format('0x%014x', state))
   elseif keep_at then
-    at = expiry_us - expiry_us % 32000000 + 33000000
+    at = expiry_us - expiry_us % STEADY_GRID_US + STEADY_GRID_US + 1000000
     redis.call('SET', wkey, format('0x%014x ', state), 'PXAT', format('%d', at / 1000))
   elseif server_clock then
     redis.call('SET', wkey, format('0x%014x', state), 'PXAT', format('%d', at / 1000))
@@ -95,7 +96,7 @@ else
   else
     local text
     if keep_at then
-      at = expiry_us - expiry_us % 32000000 + 33000000
+      at = expiry_us - expiry_us % STEADY_GRID_US + STEADY_GRID_US + 1000000
       text = format('0x%014x ', state)
     else
       text = format('0x%014x', state)
