@@ -32,6 +32,7 @@ type Script struct {
 	sha1   string
 	local  LocalFunc
 	hex    bool
+	packed bool
 }
 
 // NewScript returns a Script for the Lua source and its Go twin. local may
@@ -49,6 +50,49 @@ func NewHexScript(source string, local LocalFunc) *Script {
 	s := NewScript(source, local)
 	s.hex = true
 	return s
+}
+
+// NewPackedScript is [NewHexScript] for a script that also reads its
+// numbers packed into one argument ([Script.Args]): one call of Redis's
+// struct.unpack reads them all, where a number per argument costs a
+// tonumber call each, and Redis handles one argument instead of several.
+// The script tells the two forms apart by their count, so its arguments
+// one per number must never be exactly one.
+func NewPackedScript(source string, local LocalFunc) *Script {
+	s := NewHexScript(source, local)
+	s.packed = true
+	return s
+}
+
+// maxPacked is the largest magnitude Args packs: a Lua number (a double)
+// holds every integer up to it exactly.
+const maxPacked = 1 << 53
+
+// Args returns args as a Redis store sends them to the script. For a
+// script made by [NewPackedScript] that is one argument holding every
+// number as 7 bytes, big-endian two's complement, in order, when each is
+// within ±2^53 (a Lua number carries no more exactly); otherwise, and for
+// every other script, one argument per number, as [Script.Arg] writes it.
+// Sluice's stores send Args.
+func (s *Script) Args(args []int64) []string {
+	if s.packed && len(args) > 0 {
+		buf := make([]byte, 0, 7*len(args))
+		for _, v := range args {
+			if v > maxPacked || v < -maxPacked {
+				buf = nil
+				break
+			}
+			buf = append(buf, byte(v>>48), byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+		}
+		if buf != nil {
+			return []string{string(buf)}
+		}
+	}
+	out := make([]string, len(args))
+	for i, v := range args {
+		out[i] = s.Arg(v)
+	}
+	return out
 }
 
 // Arg returns v as a Redis store sends it to the script: "0x" and hex

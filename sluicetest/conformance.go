@@ -360,6 +360,11 @@ func runAlgorithm(t *testing.T, alg Algorithm, newTier func(t *testing.T) Tier) 
 				_, err = tier.Raw(t.Context(), alg.Script, []string{state}, "10", "1000000", "5", bad)
 				errorIs(t, err, sluice.ErrInvalidCost, "cost %q", bad)
 			}
+			// Packed (sluice.Script.Args): one argument of 28 or 35 bytes.
+			for _, size := range []int{0, 7, 14, 27, 29, 34, 36, 42} {
+				_, err := tier.Raw(t.Context(), alg.Script, []string{state}, strings.Repeat("\x01", size))
+				errorIs(t, err, sluice.ErrInvalidLimit, "%d packed bytes", size)
+			}
 		}
 		_, found, err := tier.Get(t.Context(), state)
 		noError(t, err)

@@ -67,7 +67,7 @@ type DecideFunc func(tx sluice.LocalTx, a Args, dry bool) ([]int64, error)
 // NewScript returns the decision script made of the shared prelude and
 // body, paired with its Go twin: ParseArgs, then decide (never dry).
 func NewScript(body string, decide DecideFunc) *sluice.Script {
-	return sluice.NewHexScript(LibFor(prelude+body)+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	return sluice.NewPackedScript(LibFor(prelude+body)+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		a, err := ParseArgs(tx, keys, args)
 		if err != nil {
 			return nil, err
@@ -81,7 +81,7 @@ func NewScript(body string, decide DecideFunc) *sluice.Script {
 // its Go twin: ParseArgs, then Decide, replying as the script does
 // (stepReply).
 func newStepScript(spec *Spec, body string) *sluice.Script {
-	return sluice.NewHexScript(LibFor(prelude+body)+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	return sluice.NewPackedScript(LibFor(prelude+body)+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		a, err := ParseArgs(tx, keys, args)
 		if err != nil {
 			return nil, err

@@ -15,15 +15,27 @@ import (
 // DecimalStore runs scripts on c as a store unaware of
 // sluice.NewHexScript does: every argument in decimal, each call an EVAL
 // of the script's source. Tests compare it with Sluice's stores, which
-// send hex.
-func DecimalStore(c *redis.Client) sluice.Store { return decimalStore{c} }
+// send Script.Args (packed or hex).
+func DecimalStore(c *redis.Client) sluice.Store {
+	return argStore{c, func(_ *sluice.Script, v int64) string { return strconv.FormatInt(v, 10) }}
+}
 
-type decimalStore struct{ c *redis.Client }
+// HexStore is DecimalStore sending each argument as Script.Arg writes it
+// (hex for a script of sluice.NewHexScript or NewPackedScript), one per
+// number, as a store written before Script.Args does.
+func HexStore(c *redis.Client) sluice.Store {
+	return argStore{c, (*sluice.Script).Arg}
+}
 
-func (s decimalStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
+type argStore struct {
+	c      *redis.Client
+	encode func(*sluice.Script, int64) string
+}
+
+func (s argStore) Run(ctx context.Context, script *sluice.Script, keys []string, args []int64) ([]int64, error) {
 	argv := make([]any, len(args))
 	for i, a := range args {
-		argv[i] = strconv.FormatInt(a, 10)
+		argv[i] = s.encode(script, a)
 	}
 	res, err := s.c.Eval(ctx, script.Source(), keys, argv...).Result()
 	var rerr redis.Error

@@ -52,9 +52,10 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 	if ctx == nil {
 		return nil, sluice.ErrNilContext
 	}
-	argv := make([]any, len(args))
-	for i, a := range args {
-		argv[i] = script.Arg(a)
+	wire := script.Args(args)
+	argv := make([]any, len(wire))
+	for i, a := range wire {
+		argv[i] = a
 	}
 	res, err := s.client.EvalSha(ctx, script.SHA1(), keys, argv...).Result()
 	if err != nil && isNoScript(err) {

@@ -72,10 +72,7 @@ func (s *Store) Run(ctx context.Context, script *sluice.Script, keys []string, a
 			}
 		}
 	}
-	argv := make([]string, len(args))
-	for i, a := range args {
-		argv[i] = script.Arg(a)
-	}
+	argv := script.Args(args)
 	res := s.run(ctx, script, keys, argv)
 	for range maxResends {
 		if !closedBeforeReply(res.Error()) || ctx.Err() != nil {
