@@ -61,6 +61,24 @@ local function shape(sh)
   return rate, period_us, burst, cost, nil
 end
 
+-- Several keys: one MGET, which answers nil for a key of another type as
+-- for a missing one. One EXISTS of every nil tells them apart; only when
+-- it counts a key are the nils asked one by one (EXISTS, in other). One
+-- key: GET, whose WRONGTYPE error pcall returns as a table.
+local values = nkeys > 1 and redis.call('MGET', unpack(KEYS))
+local other = false -- some key MGET answered nil for holds another type
+if values then
+  local missing, nmissing = nil, 0
+  for j = 1, nkeys do
+    if not values[j] then
+      nmissing = nmissing + 1
+      missing = missing or {}
+      missing[nmissing] = KEYS[j]
+    end
+  end
+  other = nmissing > 0 and redis.call('EXISTS', unpack(missing, 1, nmissing)) > 0
+end
+
 if implicit and nkeys > 1 then
   -- A key each, one shape (what coalescing makes of traffic on many
   -- keys): one MGET, then one pass that checks each key's state, decides
@@ -70,9 +88,8 @@ if implicit and nkeys > 1 then
   local fail = nil
 -- CHECK
   dead_shape = dead_shape or fail
-  local values = redis.call('MGET', unpack(KEYS))
   reply = {now, unpack(values)} -- made at its size: a table that grows is copied at each power of two
-  local sets, nsets, ats, last_at, last_text = {}, 0, {}, nil, nil -- DEFER's
+  local sets, nsets, ats, last_at, last_text, last_state, last_state_text = {}, 0, {}, nil, nil, nil, nil -- DEFER's
   for j = 1, m do
     local raw = values[j]
     local state, code, hex, keep_at, expiry_us = raw, -1, false, nil, 0
@@ -86,8 +103,7 @@ if implicit and nkeys > 1 then
       else
 -- KEEP
       end
-    elseif redis.call('EXISTS', KEYS[j]) == 1 then
-      -- MGET answers nil for a key of another type, as for a missing one.
+    elseif other and redis.call('EXISTS', KEYS[j]) == 1 then
       code, dead = -3, true
     end
     reply[j + 1] = code
@@ -119,15 +135,11 @@ local kstate = {} -- key index -> its state: an integer, false (no key), -1 (not
 local kkeep = {}  -- key index -> the instant its key expires at or after (state_text.lua KEEP), or nil
 local written, kwritten = {}, {} -- key indexes with a pending write, in the order first written, and as a set
 
--- Several keys: one MGET, which answers nil for a key of another type as
--- for a missing one, so only a nil is looked at again (EXISTS). One key:
--- GET, whose WRONGTYPE error pcall returns as a table.
-local values = nkeys > 1 and redis.call('MGET', unpack(KEYS))
 for j = 1, nkeys do
   local raw
   if values then
     raw = values[j]
-    if not raw and redis.call('EXISTS', KEYS[j]) == 1 then
+    if not raw and other and redis.call('EXISTS', KEYS[j]) == 1 then
       raw = WRONG_TYPE
     end
   else
@@ -246,7 +258,7 @@ if bit ~= 1 then
   n = n + 1
   reply[n] = bits
 end
-local sets, nsets, ats, last_at, last_text = {}, 0, {}, nil, nil -- DEFER's
+local sets, nsets, ats, last_at, last_text, last_state, last_state_text = {}, 0, {}, nil, nil, nil, nil -- DEFER's
 for _, k in ipairs(written) do
   local state, keep_at, expiry_us, wkey = kstate[k], kkeep[k], 0, KEYS[k]
 -- DEFER

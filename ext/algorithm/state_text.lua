@@ -3,7 +3,7 @@
 -- batch_step.lua where a line "-- <PART>" stands; they use the locals
 -- raw (the string read, or false), state, code, hex, keep_at, expiry_us,
 -- wkey, server_clock, now, format and byte (DEFER also sets, nsets, ats,
--- last_at and last_text).
+-- last_at, last_text, last_state and last_state_text).
 --
 -- A state is stored as "0x" and 14 hex digits: tonumber reads hex with a
 -- base through strtoul, at about a third of strtod's cost for decimal,
@@ -85,7 +85,10 @@ end
 -- DEFER: as WRITE, for one of many keys: a state that needs a new expiry
 -- joins sets (one MSET for all of them, then an expiry per key, costs
 -- less than a SET with PXAT each) and ats, its expiry's text, written
--- out once for the keys that share it.
+-- out once for the keys that share it. A key's first state is written
+-- out once for the keys that share it too (last_state_text): new keys
+-- decided at one instant under one limit and cost, as a batch of
+-- one-off clients, all get the same state.
 if not state then
   redis.call('DEL', wkey)
 else
@@ -99,7 +102,10 @@ else
       at = expiry_us - expiry_us % STEADY_GRID_US + STEADY_GRID_US + 1000000
       text = format('0x%014x ', state)
     else
-      text = format('0x%014x', state)
+      if state ~= last_state then
+        last_state, last_state_text = state, format('0x%014x', state)
+      end
+      text = last_state_text
     end
     if at ~= last_at then
       last_at = at
