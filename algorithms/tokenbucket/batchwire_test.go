@@ -2,6 +2,7 @@ package tokenbucket_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -129,6 +130,21 @@ func TestBatchWireAgreesOnEveryStore(t *testing.T) {
 					require.Equal(t, first, reply, "%s decides as redis does", name)
 				}
 			})
+		}
+	}
+}
+
+// TestBatchRefusesPackedNumbersOfAWrongSize: a batch script's one packed
+// argument (sluice.Script.Args) must hold whole numbers of 7 bytes; on
+// Redis (struct.unpack) and the embedded store (string.byte) alike.
+func TestBatchRefusesPackedNumbersOfAWrongSize(t *testing.T) {
+	for server, c := range scriptServers(t) {
+		for _, alg := range []string{"tokenbucket", "fixedwindow"} {
+			script := algorithm.Registered(alg).BatchScript
+			for _, size := range []int{0, 6, 8, 34, 36} {
+				err := c.Eval(t.Context(), script.Source(), []string{"{w}:" + alg}, strings.Repeat("\x01", size)).Err()
+				require.ErrorContains(t, err, "SLUICE_INVALID_LIMIT packed numbers of 7 bytes expected", "%s/%s: %d bytes", server, alg, size)
+			}
 		}
 	}
 }

@@ -31,7 +31,23 @@ import (
 )
 
 //go:embed prelude.lua
-var prelude string
+var preludeSource string
+
+//go:embed unpack7.lua
+var unpack7Source string
+
+// prelude is prelude.lua with the reading of packed numbers where Lua has
+// no struct library (unpack7.lua) written in.
+var prelude = withUnpack7(preludeSource)
+
+// withUnpack7 writes unpack7.lua into source where it has a line
+// "-- UNPACK7".
+func withUnpack7(source string) string {
+	if !strings.Contains(source, "\n-- UNPACK7\n") {
+		panic("algorithm: a script that reads packed numbers has no -- UNPACK7 line")
+	}
+	return strings.Replace(source, "\n-- UNPACK7\n", "\n"+unpack7Source, 1)
+}
 
 //go:embed lib.lua
 var lib string

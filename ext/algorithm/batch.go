@@ -13,6 +13,9 @@ import (
 //go:embed batch_args.lua
 var batchArgsSource string
 
+// batchArgsText is batch_args.lua with unpack7.lua written in.
+var batchArgsText = withUnpack7(batchArgsSource)
+
 //go:embed batch.lua
 var batchSource string
 
@@ -47,12 +50,12 @@ const MaxBatch = sluice.MaxBatch
 // in place of its BODY_DIRECT and BODY_CACHED lines) paired with its Go
 // twin.
 func newBatchScript(spec *Spec) *sluice.Script {
-	source := lib + batchArgsSource + batchSource
+	source := lib + batchArgsText + batchSource
 	for _, name := range []string{"body_direct", "body_cached"} {
 		source = replaceMarker(source, "-- "+strings.ToUpper(name)+":",
 			"local function "+name+"(key, rate, period_us, burst, cost, now, dry)\n"+spec.Body+"\nend\n")
 	}
-	return sluice.NewHexScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	return sluice.NewPackedScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		return runBatch(tx, keys, args, spec.Decide)
 	})
 }
@@ -61,9 +64,9 @@ func newBatchScript(spec *Spec) *sluice.Script {
 // steps (batch_step.lua with its four parts written in), paired
 // with its Go twin.
 func newStepBatchScript(spec *Spec, check, state, step, expiry string) *sluice.Script {
-	source := batchArgsSource + fillSteps(batchStepSource, check, state, step, expiry)
+	source := batchArgsText + fillSteps(batchStepSource, check, state, step, expiry)
 	source = LibFor(source) + source
-	return sluice.NewHexScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	return sluice.NewPackedScript(source, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		return runStepBatch(tx, keys, args, spec.Decide)
 	})
 }

@@ -99,7 +99,7 @@ end
 -- of one shape.
 local function read_shape(j)
   local b = 1 + 4 * (j - 1)
-  local rate, period_us, burst, cost = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  local rate, period_us, burst, cost = args[b + 1], args[b + 2], args[b + 3], args[b + 4]
   if not (period_us and period_us >= 1000 and period_us <= 31622400000000 and period_us % 1 == 0
       and rate and rate >= 1 and rate <= period_us and rate <= 1e12 and rate % 1 == 0
       and burst and burst >= 1 and burst <= 1e12 and burst % 1 == 0) then
@@ -119,11 +119,10 @@ if implicit then
 else
   local last, k
   for i = 1, m do
-    local r = ARGV[refs + i]
-    if r ~= last then
-      local v = tonumber(r)
+    local v = args[refs + i]
+    if v ~= last then
       k = (v - v % 256) / 256 + 1
-      last = r
+      last = v
     end
     uses[k] = (uses[k] or 0) + 1
   end
@@ -138,13 +137,12 @@ for i = 1, m do
       k = 1
     end
   else
-    local r = ARGV[refs + i]
-    if r ~= last then
-      local v = tonumber(r)
+    local v = args[refs + i]
+    if v ~= last then
       sh = v % 256
       k = (v - sh) / 256 + 1
       sh = sh + 1
-      last = r
+      last = v
     end
   end
   if sh ~= shape then

@@ -28,11 +28,43 @@
 -- or WRONGTYPE, 6 anything else, 7 OOM (Redis over maxmemory refused the
 -- request's first write). Keep in step with batch.go.
 
--- The numbers in decimal, or, when ARGV[1] starts with 0x, each one that
--- is not negative as 0x and hex digits (prelude.lua says why).
+-- The numbers packed into one argument (sluice.NewPackedScript,
+-- Script.Args, which Sluice's stores send: 7 bytes each, big-endian two's
+-- complement, in the order above), or one per argument: each in decimal,
+-- or, when ARGV[1] starts with 0x, each one that is not negative as 0x
+-- and hex digits (prelude.lua says why). Either way they are read once,
+-- into args, before anything else (a number per argument that is not one
+-- is nil there).
 local KEYS, ARGV, tonumber, redis, string = KEYS, ARGV, tonumber, redis, string -- globals read more than once, held in locals (a global is a table lookup at each read)
-local hex = type(ARGV[1]) == 'string' and string.byte(ARGV[1], 2) == 120
-local m = hex and tonumber(ARGV[1], 16) or tonumber(ARGV[1])
+local args, nargs
+if #ARGV == 1 then
+  local packed = ARGV[1]
+  local size = #packed
+  if size == 0 or size % 7 ~= 0 then
+    return redis.error_reply('SLUICE_INVALID_LIMIT packed numbers of 7 bytes expected')
+  end
+  nargs = size / 7
+  local struct = rawget(_G, 'struct') -- nil in miniredis, which refuses to read a global it lacks
+  if struct then
+    args = {struct.unpack('>' .. string.rep('i7', nargs), packed)}
+    args[nargs + 1] = nil -- unpack's next position
+  else
+-- UNPACK7
+    args = v
+  end
+else
+  nargs = #ARGV
+  args = {}
+  local hex = type(ARGV[1]) == 'string' and string.byte(ARGV[1], 2) == 120
+  for i = 1, nargs do
+    local v = hex and tonumber(ARGV[i], 16)
+    if not (v and v <= 9007199254740992) then
+      v = tonumber(ARGV[i]) -- decimal, negative (in decimal, which strtoul wraps), or on gopher-lua
+    end
+    args[i] = v
+  end
+end
+local m = args[1]
 local s = 0
 if m and m >= 0 and m % 1 == 0 then
   s = m % 512
@@ -64,35 +96,30 @@ local nrefs = m
 if implicit then
   nrefs = 0
 end
-if #ARGV ~= refs + nrefs and #ARGV ~= refs + nrefs + 1 then
+if nargs ~= refs + nrefs and nargs ~= refs + nrefs + 1 then
   return redis.error_reply('SLUICE_INVALID_LIMIT 1 + 4 x shapes + requests arguments expected')
 end
-local now = ARGV[refs + nrefs + 1]
-local server_clock = false -- now is the server's clock (TIME), not one passed in
-if now == nil or now == '' then
+local now = args[refs + nrefs + 1]
+local server_clock = nargs == refs + nrefs or ARGV[nargs] == '' -- now is the server's clock (TIME), not one passed in
+if server_clock then
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2] -- strings of digits, converted by the arithmetic
-  server_clock = true
-else
-  now = hex and tonumber(now, 16) or tonumber(now)
-  if not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
-    return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
-  end
+elseif not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
+  return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
 end
 
 -- Every request's reference, checked before anything is decided; the
--- scripts decode them again as they go (a reference is parsed only where
--- it differs from the one before, and tables per request would cost more).
+-- scripts decode them again as they go (where one differs from the one
+-- before: tables per request would cost more).
 if not implicit then
   local last
   for i = 1, m do
-    local r = ARGV[refs + i]
-    if r ~= last then
-      local v = hex and tonumber(r, 16) or tonumber(r)
+    local v = args[refs + i]
+    if v ~= last then
       if not (v and v >= 0 and v < 256 * nkeys and v % 1 == 0 and v % 256 < s) then
         return redis.error_reply('SLUICE_INVALID_KEY a request names no key or shape')
       end
-      last = r
+      last = v
     end
   end
 end

@@ -40,17 +40,7 @@ n = nkeys + 1 -- the allowed bits follow each key's state
 -- shape.
 local function shape(sh)
   local b = 1 + 4 * (sh - 1)
-  local rate, period_us, burst, cost
-  if hex then
-    rate, period_us, burst, cost = tonumber(ARGV[b + 1], 16), tonumber(ARGV[b + 2], 16), tonumber(ARGV[b + 3], 16), tonumber(ARGV[b + 4], 16)
-  end
-  -- Decimal, a negative cost, or gopher-lua (prelude.lua).
-  if not (rate and period_us and burst) then
-    rate, period_us, burst = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
-  end
-  if not (cost and cost >= 0 and cost <= 1e12) then
-    cost = tonumber(ARGV[b + 4])
-  end
+  local rate, period_us, burst, cost = args[b + 1], args[b + 2], args[b + 3], args[b + 4]
   if not (period_us and period_us >= 1000 and period_us <= 31622400000000 and period_us % 1 == 0
       and rate and rate >= 1 and rate <= period_us and rate <= 1e12 and rate % 1 == 0
       and burst and burst >= 1 and burst <= 1e12 and burst % 1 == 0) then
@@ -172,12 +162,11 @@ local i = 1
 if implicit then
   k, sh = 1, 1
 else
-  local r = ARGV[refs + 1]
-  local v = hex and tonumber(r, 16) or tonumber(r)
+  local v = args[refs + 1]
   sh = v % 256
   k = (v - sh) / 256 + 1
   sh = sh + 1
-  last = r
+  last = v
 end
 while i <= m do
   local run_shape = sh
@@ -234,13 +223,12 @@ while i <= m do
         end
         i = i + 1
         if not implicit and i <= m then
-          local r = ARGV[refs + i]
-          if r ~= last then
-            local v = hex and tonumber(r, 16) or tonumber(r)
+          local v = args[refs + i]
+          if v ~= last then
             sh = v % 256
             k = (v - sh) / 256 + 1
             sh = sh + 1
-            last = r
+            last = v
           end
         end
       until i > m or k ~= run_key or sh ~= run_shape

@@ -52,15 +52,7 @@ if nargs == 1 then
       rate, period_us, burst, cost, now = struct.unpack('>i7i7i7i7i7', packed)
     end
   else
-    local v, byte = {}, string.byte
-    for i = 1, size, 7 do
-      local b1, b2, b3, b4, b5, b6, b7 = byte(packed, i, i + 6)
-      if b1 < 128 then
-        v[#v + 1] = ((((((b1 * 256 + b2) * 256 + b3) * 256 + b4) * 256 + b5) * 256 + b6) * 256 + b7)
-      else -- negative: minus one more than its bytes' complement
-        v[#v + 1] = -((((((255 - b1) * 256 + 255 - b2) * 256 + 255 - b3) * 256 + 255 - b4) * 256 + 255 - b5) * 256 + 255 - b6) * 256 - 256 + b7
-      end
-    end
+-- UNPACK7
     rate, period_us, burst, cost, now = v[1], v[2], v[3], v[4], v[5]
   end
 elseif nargs == 4 or nargs == 5 then
