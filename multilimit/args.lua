@@ -15,8 +15,10 @@
 --             less per limit, to pass and to read, than four
 -- ARGV[2+3m]  optional now_us; absent or "" reads the server clock (TIME)
 --
--- Each number in decimal, or, when ARGV[1] starts with 0x, each one as 0x
--- and hex digits (prelude.lua says why). Every argument is checked here,
+-- The numbers packed into one argument (sluice.Script.Args: 7 bytes
+-- each, in this order), or one per argument, each in decimal, or, when
+-- ARGV[1] starts with 0x, each one that is not negative as 0x and hex
+-- digits (ext/algorithm read_args.lua). Every argument is checked here,
 -- before any key is read or written. Keep in step with model.go.
 
 -- now is the server's clock (TIME), not one passed in; the state text
@@ -26,17 +28,9 @@ local server_clock = false
 -- ACCEPTED: local accepted = {[id] = true, ...}
 
 -- The checks are written out, as in prelude.lua: a Lua function call
--- costs about 1,600 instructions. A number in hex that is out of range
--- (or a decimal negative, which strtoul wraps) is read again as decimal,
--- as gopher-lua (miniredis) needs for a 0x prefix; now_us, which has no
--- valid negative, only when the hex read gives nothing.
-local KEYS, ARGV, tonumber, redis, string = KEYS, ARGV, tonumber, redis, string -- globals read more than once, held in locals (a global is a table lookup at each read)
-local a1 = ARGV[1]
-local hex = a1 and string.byte(a1, 2) == 120
-local cost = hex and tonumber(a1, 16)
-if not (cost and cost <= 1e12) then
-  cost = tonumber(a1)
-end
+-- costs about 1,600 instructions.
+-- READ_ARGS
+local cost = args[1]
 if not (cost and cost >= 0 and cost <= 1e12 and cost % 1 == 0) then
   return redis.error_reply('SLUICE_INVALID_COST cost must be an integer')
 end
@@ -44,7 +38,6 @@ local m = #KEYS
 if m < 1 or m > 16 then
   return redis.error_reply('SLUICE_INVALID_KEY 1 to 16 keys expected, one per limit')
 end
-local nargs = #ARGV
 if nargs ~= 1 + 3 * m and nargs ~= 2 + 3 * m then
   return redis.error_reply('SLUICE_INVALID_LIMIT 3 arguments per limit expected')
 end
@@ -60,18 +53,12 @@ for i = 1, m do
 end
 
 -- limits: per limit i, its algorithm, rate, period_us and burst, at
--- 4 x (i - 1) + 1 to 4: made at its size, 4m (unpack past ARGV's end
--- gives nils; a table that grows is copied at each power of two).
-local limits = {unpack(ARGV, 2, 1 + 4 * m)}
+-- 4 x (i - 1) + 1 to 4: made at its size, 4m (unpack past the end of
+-- args gives nils; a table that grows is copied at each power of two).
+local limits = {unpack(args, 2, 1 + 4 * m)}
 for i = 1, m do
   local a = 3 * i - 1
-  local rate, period_us, burst
-  if hex then
-    rate, period_us, burst = tonumber(ARGV[a], 16), tonumber(ARGV[a + 1], 16), tonumber(ARGV[a + 2], 16)
-  end
-  if not (rate and rate <= 1e12 and period_us and period_us <= 31622400000000 and burst and burst <= 8e12 + 7) then
-    rate, period_us, burst = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  end
+  local rate, period_us, burst = args[a], args[a + 1], args[a + 2]
   local id = burst and burst % 8
   if id then
     burst = (burst - id) / 8
@@ -87,14 +74,11 @@ for i = 1, m do
 -- DEFINE: what the script does with each limit's algorithm once it is checked
 end
 
-local now = ARGV[2 + 3 * m]
-if now == nil or now == '' then
+local now = args[2 + 3 * m]
+if nargs == 1 + 3 * m or ARGV[nargs] == '' then
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2] -- strings of digits, converted by the arithmetic
   server_clock = true
-else
-  now = hex and tonumber(now, 16) or tonumber(now)
-  if not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
-    return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
-  end
+elseif not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
+  return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
 end

@@ -80,10 +80,13 @@ var (
 	stepWriteSource string
 )
 
+// argsText is args.lua with algorithm.ReadArgs written in.
+var argsText = strings.Replace(argsSource, "\n-- READ_ARGS\n", "\n"+algorithm.ReadArgs(), 1)
+
 var (
 	specs      = registeredSpecs()
-	script     = sluice.NewHexScript(buildTwoPass(), runLocal)
-	stepScript = sluice.NewHexScript(buildMultiStep(), runStepLocal)
+	script     = sluice.NewPackedScript(buildTwoPass(), runLocal)
+	stepScript = sluice.NewPackedScript(buildMultiStep(), runStepLocal)
 )
 
 func registeredSpecs() []*algorithm.Spec {
@@ -128,7 +131,7 @@ func buildTwoPass() string {
 	define.WriteString("end\nend")
 	header := fmt.Sprintf("local accepted = {%s}\nlocal stepped = {%s}\nlocal bodies = {}",
 		strings.Join(accepted, ", "), strings.Join(stepped, ", "))
-	args := replaceLine(replaceLine(argsSource, "-- ACCEPTED:", header), "-- DEFINE:", define.String())
+	args := replaceLine(replaceLine(argsText, "-- ACCEPTED:", header), "-- DEFINE:", define.String())
 	return algorithm.LibFor(args+twoPassSource) + args + twoPassSource
 }
 
@@ -177,7 +180,7 @@ func buildMultiStep() string {
 	}
 	decide.WriteString("end")
 	write.WriteString("end")
-	args := replaceLine(replaceLine(argsSource, "-- ACCEPTED:", "local accepted = {"+strings.Join(accepted, ", ")+"}"), "-- DEFINE:", "")
+	args := replaceLine(replaceLine(argsText, "-- ACCEPTED:", "local accepted = {"+strings.Join(accepted, ", ")+"}"), "-- DEFINE:", "")
 	body := replaceLine(replaceLine(multiStepSource, "-- DECIDE:", decide.String()), "-- WRITE:", write.String())
 	return algorithm.LibFor(args+body) + args + body
 }

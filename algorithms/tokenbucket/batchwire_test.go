@@ -135,15 +135,17 @@ func TestBatchWireAgreesOnEveryStore(t *testing.T) {
 }
 
 // TestBatchRefusesPackedNumbersOfAWrongSize: a batch script's one packed
-// argument (sluice.Script.Args) must hold whole numbers of 7 bytes; on
-// Redis (struct.unpack) and the embedded store (string.byte) alike.
+// argument (sluice.Script.Args) must hold whole numbers of 7 bytes (any
+// other length is one number, too few arguments), on Redis
+// (struct.unpack) and the embedded store (string.byte) alike, and junk
+// packed in whole numbers is refused by the checks that follow.
 func TestBatchRefusesPackedNumbersOfAWrongSize(t *testing.T) {
 	for server, c := range scriptServers(t) {
 		for _, alg := range []string{"tokenbucket", "fixedwindow"} {
 			script := algorithm.Registered(alg).BatchScript
-			for _, size := range []int{0, 6, 8, 34, 36} {
+			for _, size := range []int{0, 6, 7, 8, 34, 35, 36} {
 				err := c.Eval(t.Context(), script.Source(), []string{"{w}:" + alg}, strings.Repeat("\x01", size)).Err()
-				require.ErrorContains(t, err, "SLUICE_INVALID_LIMIT packed numbers of 7 bytes expected", "%s/%s: %d bytes", server, alg, size)
+				require.ErrorContains(t, err, "SLUICE_INVALID_LIMIT", "%s/%s: %d bytes", server, alg, size)
 			}
 		}
 	}

@@ -36,17 +36,31 @@ var preludeSource string
 //go:embed unpack7.lua
 var unpack7Source string
 
+//go:embed read_args.lua
+var readArgsSource string
+
 // prelude is prelude.lua with the reading of packed numbers where Lua has
 // no struct library (unpack7.lua) written in.
-var prelude = withUnpack7(preludeSource)
+var prelude = writeIn(preludeSource, "UNPACK7", unpack7Source)
 
-// withUnpack7 writes unpack7.lua into source where it has a line
-// "-- UNPACK7".
-func withUnpack7(source string) string {
-	if !strings.Contains(source, "\n-- UNPACK7\n") {
-		panic("algorithm: a script that reads packed numbers has no -- UNPACK7 line")
+// readArgs is read_args.lua with unpack7.lua written in.
+var readArgs = writeIn(readArgsSource, "UNPACK7", unpack7Source)
+
+// ReadArgs returns the Lua text that reads a script's numeric arguments,
+// packed into one (sluice.NewPackedScript, Script.Args) or one per
+// argument, into the locals args (a table of the numbers, nil for an
+// argument that is not one) and nargs, for a script that takes only
+// numbers to begin with (multilimit's do). read_args.lua has the
+// contract.
+func ReadArgs() string { return readArgs }
+
+// writeIn writes text into source in place of its line "-- NAME".
+func writeIn(source, name, text string) string {
+	line := "\n-- " + name + "\n"
+	if !strings.Contains(source, line) {
+		panic("algorithm: a script has no " + strings.TrimSpace(line) + " line")
 	}
-	return strings.Replace(source, "\n-- UNPACK7\n", "\n"+unpack7Source, 1)
+	return strings.Replace(source, line, "\n"+text, 1)
 }
 
 //go:embed lib.lua

@@ -13,8 +13,8 @@ import (
 //go:embed batch_args.lua
 var batchArgsSource string
 
-// batchArgsText is batch_args.lua with unpack7.lua written in.
-var batchArgsText = withUnpack7(batchArgsSource)
+// batchArgsText is batch_args.lua with read_args.lua written in.
+var batchArgsText = writeIn(batchArgsSource, "READ_ARGS", readArgs)
 
 //go:embed batch.lua
 var batchSource string

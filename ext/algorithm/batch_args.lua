@@ -28,42 +28,8 @@
 -- or WRONGTYPE, 6 anything else, 7 OOM (Redis over maxmemory refused the
 -- request's first write). Keep in step with batch.go.
 
--- The numbers packed into one argument (sluice.NewPackedScript,
--- Script.Args, which Sluice's stores send: 7 bytes each, big-endian two's
--- complement, in the order above), or one per argument: each in decimal,
--- or, when ARGV[1] starts with 0x, each one that is not negative as 0x
--- and hex digits (prelude.lua says why). Either way they are read once,
--- into args, before anything else (a number per argument that is not one
--- is nil there).
-local KEYS, ARGV, tonumber, redis, string = KEYS, ARGV, tonumber, redis, string -- globals read more than once, held in locals (a global is a table lookup at each read)
-local args, nargs
-if #ARGV == 1 then
-  local packed = ARGV[1]
-  local size = #packed
-  if size == 0 or size % 7 ~= 0 then
-    return redis.error_reply('SLUICE_INVALID_LIMIT packed numbers of 7 bytes expected')
-  end
-  nargs = size / 7
-  local struct = rawget(_G, 'struct') -- nil in miniredis, which refuses to read a global it lacks
-  if struct then
-    args = {struct.unpack('>' .. string.rep('i7', nargs), packed)}
-    args[nargs + 1] = nil -- unpack's next position
-  else
--- UNPACK7
-    args = v
-  end
-else
-  nargs = #ARGV
-  args = {}
-  local hex = type(ARGV[1]) == 'string' and string.byte(ARGV[1], 2) == 120
-  for i = 1, nargs do
-    local v = hex and tonumber(ARGV[i], 16)
-    if not (v and v <= 9007199254740992) then
-      v = tonumber(ARGV[i]) -- decimal, negative (in decimal, which strtoul wraps), or on gopher-lua
-    end
-    args[i] = v
-  end
-end
+-- The numbers, packed or one per argument, read into args (read_args.lua):
+-- READ_ARGS
 local m = args[1]
 local s = 0
 if m and m >= 0 and m % 1 == 0 then
