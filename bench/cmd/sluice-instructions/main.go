@@ -10,6 +10,7 @@
 //	go run ./bench/cmd/sluice-instructions                 # every case
 //	go run ./bench/cmd/sluice-instructions -run tokenbucket -n 500
 //	go run ./bench/cmd/sluice-instructions -json bench/runs/instructions.json
+//	go run ./bench/cmd/sluice-instructions -body bench/runs/scratch/fixedwindow-pttl.lua -args 1000000,1000000,1000000,1
 //
 // It needs valgrind and redis-server on PATH, and listens on loopback
 // ports only; every server it starts is shut down before the next case.
@@ -57,14 +58,26 @@ func main() {
 	only := flag.String("run", "", "only the cases whose name matches this regular expression")
 	jsonOut := flag.String("json", "", "also write the results as JSON to `file`")
 	flag.StringVar(&keepDir, "keep", "", "keep each case's callgrind output in `dir`, for callgrind_annotate")
+	body := flag.String("body", "", "measure only this Lua `file`, as a decision script's body after the prelude, taking -args")
+	args := flag.String("args", "1000000,1000000,1000000000000,1", "-body's numbers (rate, period_us, burst, cost), sent packed")
+	fresh := flag.Bool("fresh", false, "-body on a new key every call")
 	flag.Parse()
-	if err := run(*n, *only, *jsonOut, os.Stdout); err != nil {
+	list := cases
+	if *body != "" {
+		c, err := bodyCase(*body, *args, *fresh)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sluice-instructions:", err)
+			os.Exit(2)
+		}
+		list = func() []testCase { return []testCase{c} }
+	}
+	if err := run(list, *n, *only, *jsonOut, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-instructions:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, only, jsonOut string, w io.Writer) error {
+func run(cases func() []testCase, n int, only, jsonOut string, w io.Writer) error {
 	if n < 16 {
 		return fmt.Errorf("-n %d: at least 16", n)
 	}

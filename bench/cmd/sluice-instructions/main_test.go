@@ -68,3 +68,16 @@ func TestMeasure(t *testing.T) {
 	require.Greater(t, tb.PerDecision, 2*empty.PerDecision)
 	t.Logf("return 1: %d, tokenbucket: %d instructions per decision", empty.PerDecision, tb.PerDecision)
 }
+
+func TestBodyCase(t *testing.T) {
+	path := t.TempDir() + "/scratch.lua"
+	require.NoError(t, os.WriteFile(path, []byte("return 1"), 0o644))
+	c, err := bodyCase(path, "1000000, 1000000,0xe8d4a51000,1", true)
+	require.NoError(t, err)
+	require.Equal(t, "body scratch.lua, a new key every call", c.name)
+	require.Equal(t, 1, c.perCall)
+	_, err = bodyCase(path, "1,x", false)
+	require.ErrorContains(t, err, "-args")
+	_, err = bodyCase(path+".missing", "1", false)
+	require.Error(t, err)
+}
