@@ -175,7 +175,9 @@ func New(next sluice.Limiter, opts ...Option) (*Limiter, error) {
 		margin: max(c.hold/8, 5*time.Millisecond),
 		clock:  c.clock,
 		base:   c.clock.Now(),
-		holder: 1 + rand.Int64N(1<<62),
+		// At most 2^53, so that the lease scripts get it packed with
+		// the other numbers (sluice.Script.Args).
+		holder: 1 + rand.Int64N(1<<53),
 		wake:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 	}

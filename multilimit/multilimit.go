@@ -81,7 +81,7 @@ var (
 )
 
 // argsText is args.lua with algorithm.ReadArgs written in.
-var argsText = strings.Replace(argsSource, "\n-- READ_ARGS\n", "\n"+algorithm.ReadArgs(), 1)
+var argsText = replaceLine(argsSource, "-- READ_ARGS", strings.TrimSuffix(algorithm.ReadArgs(), "\n"))
 
 var (
 	specs      = registeredSpecs()

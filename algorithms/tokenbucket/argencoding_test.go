@@ -2,12 +2,14 @@ package tokenbucket_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sluicetest/builtins"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
@@ -86,6 +88,36 @@ func TestEveryArgumentEncodingDecidesAlike(t *testing.T) {
 					clock.Advance(150 * time.Millisecond)
 				}
 			})
+		}
+	}
+}
+
+// TestADecisionReadsEachNumbersOwnPrefix: sent one per argument, each
+// number of a decision is read as its own prefix says (0x: hex, else
+// decimal), whatever the others', on Redis and the embedded store: every
+// mix decides as all-decimal does, on twin keys at one instant.
+func TestADecisionReadsEachNumbersOwnPrefix(t *testing.T) {
+	now := fmt.Sprint(sluicetest.Epoch.UnixMicro())
+	for server, c := range scriptServers(t) {
+		for name, args := range map[string][]any{
+			"hex rate, decimal rest": {"0xa", "1000000", "10", "3", now},
+			"decimal rate, hex rest": {"10", "0xf4240", "0xa", "0x3", now},
+			"hex, a decimal refund":  {"0xa", "0xf4240", "0xa", "-3", now},
+			"all decimal, hex now":   {"10", "1000000", "10", "3", fmt.Sprintf("0x%x", sluicetest.Epoch.UnixMicro())},
+		} {
+			key := "{prefix}:" + server + ":" + name
+			decimal := append([]any{"10", "1000000", "10"}, args[3].(string), now)
+			if name == "hex, a decimal refund" {
+				decimal[3] = "-3"
+			}
+			// Twice each: the second reply carries the state the first wrote.
+			for i := range 2 {
+				want, err := c.Eval(t.Context(), tokenbucket.Script().Source(), []string{key + ":d"}, decimal...).Int64()
+				require.NoError(t, err, "%s/%s", server, name)
+				got, err := c.Eval(t.Context(), tokenbucket.Script().Source(), []string{key + ":m"}, args...).Int64()
+				require.NoError(t, err, "%s/%s", server, name)
+				require.Equal(t, want, got, "%s/%s, call %d", server, name, i)
+			}
 		}
 	}
 }

@@ -21,7 +21,8 @@ import (
 // TestBatchWireAgreesOnEveryStore: raw calls of the batch scripts (the
 // token bucket's, built from its steps, and the fixed window's, built
 // around its body), well-formed or not, get the same reply or the same
-// error code from Redis, the embedded store and the Go twin (memstore):
+// error code from Redis, the embedded store and the Go twin (memstore),
+// their numbers packed or one per argument:
 // each key and shape once, one reference per request, and the call
 // refused before anything is decided when a reference, the counts or a
 // key list are wrong.
@@ -34,7 +35,12 @@ func TestBatchWireAgreesOnEveryStore(t *testing.T) {
 	emb, err := embedded.Start()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = emb.Close() })
-	stores := map[string]sluice.Store{"redis": onRedis, "embedded": emb, "memstore": newMemStore(t)}
+	onEmbedded := redis.NewClient(&redis.Options{Addr: emb.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = onEmbedded.Close() })
+	// Sluice's stores pack the numbers; a store that sends them one per
+	// argument, in hex (a negative one in decimal), is read alike.
+	stores := map[string]sluice.Store{"redis": onRedis, "embedded": emb, "memstore": newMemStore(t),
+		"redis, one per argument": redistest.HexStore(client), "embedded, one per argument": redistest.HexStore(onEmbedded)}
 
 	const now = 1_700_000_000_000_000
 	ok := []int64{10, 1_000_000, 10} // 10 a second, burst 10
@@ -105,7 +111,7 @@ func TestBatchWireAgreesOnEveryStore(t *testing.T) {
 		for _, c := range calls {
 			t.Run(alg+"/"+c.name, func(t *testing.T) {
 				var first []int64
-				for _, name := range []string{"redis", "embedded", "memstore"} {
+				for _, name := range []string{"redis", "embedded", "memstore", "redis, one per argument", "embedded, one per argument"} {
 					tag := sluice.Key(sluicetest.UniqueKey(t))
 					keys := make([]string, len(c.keys))
 					for i, k := range c.keys {

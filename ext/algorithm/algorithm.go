@@ -76,17 +76,28 @@ func Lib() string { return lib }
 // comment (a function defined on every call costs a few hundred
 // instructions).
 func LibFor(source string) string {
-	for _, line := range strings.Split(source, "\n") {
-		code, _, _ := strings.Cut(line, "--")
-		if intArgName.MatchString(code) {
-			return lib
-		}
+	if names(source, intArgName) {
+		return lib
 	}
 	bounds, _, _ := strings.Cut(lib, "-- int_arg returns")
 	return bounds
 }
 
-var intArgName = regexp.MustCompile(`\bint_arg\b`)
+var (
+	intArgName = regexp.MustCompile(`\bint_arg\b`)
+	argvName   = regexp.MustCompile(`\b(ARGV|int_arg)\b`)
+)
+
+// names reports whether source matches name outside "--" comments.
+func names(source string, name *regexp.Regexp) bool {
+	for _, line := range strings.Split(source, "\n") {
+		code, _, _ := strings.Cut(line, "--")
+		if name.MatchString(code) {
+			return true
+		}
+	}
+	return false
+}
 
 // DecideFunc is the Go twin of an algorithm's script body: given the
 // prelude's parsed arguments it validates what the body validates,
@@ -95,9 +106,16 @@ var intArgName = regexp.MustCompile(`\bint_arg\b`)
 type DecideFunc func(tx sluice.LocalTx, a Args, dry bool) ([]int64, error)
 
 // NewScript returns the decision script made of the shared prelude and
-// body, paired with its Go twin: ParseArgs, then decide (never dry).
+// body, paired with its Go twin: ParseArgs, then decide (never dry). Its
+// numbers go packed into one argument (sluice.NewPackedScript), unless
+// body reads ARGV or calls int_arg outside a comment: then one per
+// argument, as it reads them.
 func NewScript(body string, decide DecideFunc) *sluice.Script {
-	return sluice.NewPackedScript(LibFor(prelude+body)+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
+	newScript := sluice.NewPackedScript
+	if names(body, argvName) {
+		newScript = sluice.NewHexScript
+	}
+	return newScript(LibFor(prelude+body)+prelude+body, func(tx sluice.LocalTx, keys []string, args []int64) ([]int64, error) {
 		a, err := ParseArgs(tx, keys, args)
 		if err != nil {
 			return nil, err

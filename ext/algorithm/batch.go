@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/sluicehq/sluice"
@@ -42,6 +43,10 @@ func stepTemplate(single bool) string {
 	t = strings.Replace(t, "\n-- OFFSET\n", "\n"+offset+"\n", 1)
 	return strings.Replace(t, "\n-- RETURN\n", "\n"+reply+"\n", 1)
 }
+
+// deferLocals matches a declaration of the last of DEFER's locals
+// (state_text.lua), which a template that writes DEFER in must make.
+var deferLocals = regexp.MustCompile(`(?m)^\s*local [^\n]*\blast_state_text\b`)
 
 // MaxBatch is the most requests one batch script call decides.
 const MaxBatch = sluice.MaxBatch
@@ -118,6 +123,9 @@ func fillSteps(template, check, state, step, expiry string) string {
 // tryFillSteps is fillSteps, returning an error for a missing line when
 // every line is required (all), else only when there is none.
 func tryFillSteps(template, check, state, step, expiry string, all bool) (string, error) {
+	if strings.Contains(template, "\n-- DEFER\n") && !deferLocals.MatchString(template) {
+		return "", fmt.Errorf("has a line \"-- DEFER\" but does not declare DEFER's locals (state_text.lua), last_state_text among them")
+	}
 	for name, text := range stateText() {
 		template = strings.ReplaceAll(template, "\n-- "+name+"\n", "\n"+text+"\n")
 	}

@@ -25,17 +25,17 @@ var (
 // and GCRA's, which both hold one integer: the time the bucket is full
 // again). KEYS are the state key and its ledger key (LedgerKey); see
 // lease.lua for the arguments and the reply.
-var LeaseScript = sluice.NewHexScript(leaseScriptSource(leaseSingleSource), leaseModel)
+var LeaseScript = sluice.NewPackedScript(leaseScriptSource(leaseSingleSource), leaseModel)
 
 // LeaseBatchScript runs many lease operations in one call (lease_batch.lua).
-var LeaseBatchScript = sluice.NewHexScript(leaseScriptSource(leaseBatchSource), leaseBatchModel)
+var LeaseBatchScript = sluice.NewPackedScript(leaseScriptSource(leaseBatchSource), leaseBatchModel)
 
 // leaseScriptSource is a lease script: what it needs of lib.lua
 // (LibFor), lease.lua with state_text.lua's parts written in (a bucket's
 // expiry is its state, the time it is full again), then main, the
 // script's own part.
 func leaseScriptSource(main string) string {
-	text, err := tryFillSteps(leaseSource, "", "", "", "expiry_us = state", false)
+	text, err := tryFillSteps(writeIn(leaseSource, "READ_ARGS", readArgs), "", "", "", "expiry_us = state", false)
 	if err != nil {
 		panic("algorithm: lease.lua " + err.Error())
 	}

@@ -18,24 +18,25 @@
 -- The single script (lease_single.lua after this) takes one operation:
 -- KEYS[1]  the state key (as the decision script's)
 -- KEYS[2]  the ledger key, in the same slot
--- ARGV[1..3] rate, period_us, burst, as the prelude checks them
---          (each number in decimal, or, when the operation's rate starts
---          with 0x, each one not negative as 0x and hex digits, as the
---          prelude reads them; now_us in either, as its own prefix says)
--- ARGV[4]  cost: op 1, 0..burst, decided as the decision script does
+-- and its numbers, packed into one argument (sluice.Script.Args) or one
+-- per argument (each in decimal, or, when the first starts with 0x, each
+-- one not negative as 0x and hex digits; read_args.lua), in this order:
+-- 1..3     rate, period_us, burst, as the prelude checks them
+-- 4        cost: op 1, 0..burst, decided as the decision script does
 --          (0 with extra 0 peeks; 0 with extra > 0 refills: allowed when
 --          a token is left); op 2, the unspent tokens given back, 0..1e12
--- ARGV[5]  op: 1 take, 2 release
--- ARGV[6]  extra: op 1, tokens to hold beyond cost, 0..1e12 (granted as
+-- 5        op: 1 take, 2 release
+-- 6        extra: op 1, tokens to hold beyond cost, 0..1e12 (granted as
 --          the lease rule allows; lease.go: leaseGrant)
--- ARGV[7]  held: op 1, what the holder still holds of its reservation
--- ARGV[8]  hold_us: op 1, how long the reservation lasts, 1000..3600000000
--- ARGV[9]  holder: a positive integer, in decimal of at most 19 digits
---          or in hex (0x and at most 16 digits, no leading zero); its
---          text as sent names its reservation in the ledger
--- ARGV[10] now_us, optional (client clock), else TIME
+-- 7        held: op 1, what the holder still holds of its reservation
+-- 8        hold_us: op 1, how long the reservation lasts, 1000..3600000000
+-- 9        holder: a positive integer; one per argument, in decimal of
+--          at most 19 digits or in hex (0x and at most 16 digits, no
+--          leading zero), its text as sent names its reservation in the
+--          ledger; packed, its text in hex, as Sluice's stores send it
+-- 10       now_us, optional (client clock), else TIME
 -- The batch script (lease_batch.lua) takes m of them, for m key pairs:
--- ARGV[9i+1 .. 9i+9] is operation i's, and ARGV[9m+1] the optional now.
+-- numbers 9i+1 .. 9i+9 are operation i's, and 9m+1 the optional now.
 --
 -- Reply: {allowed, remaining, retry_after_us, reset_after_us, granted,
 -- expires_us, reserved}: granted is the extra tokens granted, reserved the
@@ -52,37 +53,25 @@
 -- function call about 1,600; prelude.lua).
 -- Keep in step with lease.go (leaseOp).
 
-local KEYS, ARGV, tonumber, redis, string = KEYS, ARGV, tonumber, redis, string -- globals read more than once, held in locals (a global is a table lookup at each read)
+-- The numbers, packed or one per argument, read into args (read_args.lua):
+-- READ_ARGS
 local LEASE_SHARE = 4 -- the lease rule's (lease.go: leaseGrant)
 local format, byte = string.format, string.byte
 
--- lease_op runs one operation on key and ledger, its arguments at
--- ARGV[b + 1 .. b + 9] (in hex when its rate is), at now (the server's
--- clock when server_clock); it returns the reply, or nil and an error
--- message, before any write of its own.
+-- lease_op runs one operation on key and ledger, its numbers at
+-- args[b + 1 .. b + 9], at now (the server's clock when server_clock);
+-- it returns the reply, or nil and an error message, before any write of
+-- its own.
 local function lease_op(key, ledger, b, now, server_clock)
 if key == '' or ledger == '' then
   return nil, 'SLUICE_INVALID_KEY a state key and a ledger key expected'
 end
--- A number in hex that is out of range (or a decimal negative, which
--- strtoul wraps) is read again as decimal, as gopher-lua (miniredis)
--- needs for a 0x prefix.
-local rate, period_us, burst, cost, op, extra, held, hold_us
-local hexargs = byte(ARGV[b + 1], 2) == 120
-if hexargs then
-  rate, period_us, burst = tonumber(ARGV[b + 1], 16), tonumber(ARGV[b + 2], 16), tonumber(ARGV[b + 3], 16)
-  cost, op, extra, held, hold_us = tonumber(ARGV[b + 4], 16), tonumber(ARGV[b + 5], 16), tonumber(ARGV[b + 6], 16), tonumber(ARGV[b + 7], 16), tonumber(ARGV[b + 8], 16)
-end
-if not (rate and rate <= 1e12 and period_us and period_us <= 31622400000000 and burst and burst <= 1e12) then
-  rate, period_us, burst = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
-end
+local rate, period_us, burst = args[b + 1], args[b + 2], args[b + 3]
+local cost, op, extra, held, hold_us = args[b + 4], args[b + 5], args[b + 6], args[b + 7], args[b + 8]
 if not (period_us and period_us >= 1000 and period_us <= 31622400000000 and period_us % 1 == 0
     and rate and rate >= 1 and rate <= period_us and rate <= 1e12 and rate % 1 == 0
     and burst and burst >= 1 and burst <= 1e12 and burst % 1 == 0) then
   return nil, 'SLUICE_INVALID_LIMIT rate, period_us and burst must be integers in range'
-end
-if not (cost and cost <= 1e12 and op and op <= 2 and extra and extra <= 1e12 and held and held <= 1e12 and hold_us and hold_us <= 3600000000) then
-  cost, op, extra, held, hold_us = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6]), tonumber(ARGV[b + 7]), tonumber(ARGV[b + 8])
 end
 if not ((op == 1 or op == 2)
     and cost and cost >= 0 and cost <= 1e12 and cost % 1 == 0
@@ -91,9 +80,21 @@ if not ((op == 1 or op == 2)
     and hold_us and hold_us >= 1000 and hold_us <= 3600000000 and hold_us % 1 == 0) then
   return nil, 'SLUICE_INVALID_COST op, cost, extra, held and hold_us must be integers in range'
 end
-local holder = ARGV[b + 9]
-if not (#holder <= 19 and string.match(holder, '^[1-9]%d*$') or #holder <= 18 and string.match(holder, '^0x[1-9a-f]%x*$')) then
-  return nil, 'SLUICE_INVALID_COST holder must be a positive integer'
+-- The holder's text names its reservation in the ledger: as sent, one per
+-- argument (Sluice's stores send hex), or packed, written as they would
+-- have sent it.
+local holder
+if packed then
+  holder = args[b + 9]
+  if not (holder and holder >= 1 and holder % 1 == 0) then
+    return nil, 'SLUICE_INVALID_COST holder must be a positive integer'
+  end
+  holder = format('0x%x', holder)
+else
+  holder = ARGV[b + 9]
+  if not (#holder <= 19 and string.match(holder, '^[1-9]%d*$') or #holder <= 18 and string.match(holder, '^0x[1-9a-f]%x*$')) then
+    return nil, 'SLUICE_INVALID_COST holder must be a positive integer'
+  end
 end
 
 local interval = (period_us - period_us % rate) / rate

@@ -1,7 +1,7 @@
 -- Many lease operations (lease.lua), takes and releases alike, in one
 -- script, at one instant: KEYS
 -- holds a state key and a ledger key per operation (on Redis Cluster, all
--- in one slot), ARGV 9 arguments per operation and then the optional
+-- in one slot), its numbers 9 per operation and then the optional
 -- now_us. A key may appear in one operation only.
 --
 -- Reply: per operation, lease_op's 7 values, or {-1, code, 0, 0, 0, 0, 0}
@@ -14,21 +14,16 @@ local m = #KEYS / 2
 if m < 1 or m > 256 or m % 1 ~= 0 then
   return redis.error_reply('SLUICE_INVALID_KEY a state key and a ledger key per operation expected (1 to 256)')
 end
-local nargs = #ARGV
 if nargs ~= 9 * m and nargs ~= 9 * m + 1 then
   return redis.error_reply('SLUICE_INVALID_LIMIT 9 arguments per operation expected')
 end
-local now
+local now = args[9 * m + 1]
 local server_clock = nargs == 9 * m -- now is the server's clock (TIME), not one passed in
 if server_clock then
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2] -- strings of digits, converted by the arithmetic
-else
-  now = ARGV[9 * m + 1]
-  now = byte(now, 2) == 120 and tonumber(now, 16) or tonumber(now)
-  if not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
-    return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
-  end
+elseif not (now and now >= 0 and now <= MAX_NOW_US and now % 1 == 0) then
+  return redis.error_reply('SLUICE_INVALID_LIMIT now_us must be an integer in range')
 end
 
 local codes = {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
@@ -18,6 +19,8 @@ import (
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sluicetest/builtins"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
+	"github.com/sluicehq/sluice/store/embedded"
+	"github.com/sluicehq/sluice/store/goredisstore"
 )
 
 func TestMain(m *testing.M) { builtins.Main(m) }
@@ -567,5 +570,45 @@ func TestLeaseReadsEachNumbersOwnEncoding(t *testing.T) {
 		got, err := tier.Raw(t.Context(), algorithm.LeaseScript, keysOf(name), args...)
 		require.NoError(t, err, name)
 		require.Equal(t, want, got, name)
+	}
+}
+
+// TestAPackedHolderNamesTheSameReservation: a holder sent packed with the
+// other numbers (sluice.Script.Args) names its reservation in the ledger
+// by the text Sluice's stores sent one per argument, "0x" and hex digits,
+// so that a reservation taken either way is found the other way (a
+// rolling upgrade keeps every holder's reservation), on Redis and the
+// embedded store.
+func TestAPackedHolderNamesTheSameReservation(t *testing.T) {
+	emb, err := embedded.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = emb.Close() })
+	for name, addr := range map[string]string{"redis": redistest.SharedRedis(t).Addr(), "embedded": emb.Addr()} {
+		t.Run(name, func(t *testing.T) {
+			c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+			t.Cleanup(func() { _ = c.Close() })
+			packedStore, err := goredisstore.New(c)
+			require.NoError(t, err)
+			packed, err := tokenbucket.New(packedStore)
+			require.NoError(t, err)
+			perArgument, err := tokenbucket.New(redistest.HexStore(c))
+			require.NoError(t, err)
+			require.Len(t, algorithm.LeaseScript.Args([]int64{1, 2, 3, 4, 5, 6, 7, 8, 0x1234}), 1, "the lease script's numbers go packed")
+			for i, way := range []struct{ take, release *tokenbucket.Limiter }{{packed, perArgument}, {perArgument, packed}} {
+				key := sluice.Key(sluicetest.UniqueKey(t), fmt.Sprint(i))
+				ledger := algorithm.LedgerKey(key + tokenbucket.KeySuffix)
+				g, err := way.take.Lease(t.Context(), ext.LeaseRequest{Key: key, Limit: leaseLimit, Holder: 0x1234, Cost: 1, Extra: 10, Hold: hold})
+				require.NoError(t, err)
+				require.EqualValues(t, 10, g.Extra)
+				fields, err := c.HKeys(t.Context(), ledger).Result()
+				require.NoError(t, err)
+				require.Equal(t, []string{"0x1234"}, fields, "the reservation's name")
+				_, err = way.release.Release(t.Context(), key, leaseLimit, 0x1234, 10)
+				require.NoError(t, err)
+				n, err := c.HLen(t.Context(), ledger).Result()
+				require.NoError(t, err)
+				require.Zero(t, n, "released in the other encoding: the same reservation")
+			}
+		})
 	}
 }

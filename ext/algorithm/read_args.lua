@@ -1,16 +1,17 @@
 -- Sluice's reading of a script's numeric arguments, written in where a
 -- script has a line "-- READ_ARGS" (algorithm.ReadArgs): it leaves args,
--- a table of the numbers, and nargs, how many there are, and holds the
+-- a table of the numbers, nargs, how many there are, and packed, their
+-- packed text or false when they came one per argument, and holds the
 -- globals KEYS, ARGV, tonumber, redis and string in locals.
 --
 -- The numbers come packed into one argument (sluice.NewPackedScript,
 -- Script.Args, which Sluice's stores send: 7 bytes each, big-endian two's
 -- complement, in order; an argument alone of any other length is read as
--- one number), or one per argument: each in decimal,
--- or, when ARGV[1] starts with 0x, each one that is not negative as 0x
--- and hex digits (prelude.lua says why). Either way they are read once,
--- into args, before anything else (a number per argument that is not one
--- is nil there).
+-- one number), or one per argument, each in decimal or, when it starts
+-- with 0x, in hex (which tonumber with a base reads through strtoul; a
+-- negative number goes in decimal). Either way they are read once, into
+-- args, before anything else (an argument that is not a number is nil
+-- there).
 local KEYS, ARGV, tonumber, redis, string = KEYS, ARGV, tonumber, redis, string -- globals read more than once, held in locals (a global is a table lookup at each read)
 local args, nargs
 local packed = #ARGV == 1 and ARGV[1]
@@ -26,14 +27,15 @@ if size and size > 0 and size % 7 == 0 then
     args = v
   end
 else
+  packed = false
   nargs = #ARGV
   args = {}
-  local hex = type(ARGV[1]) == 'string' and string.byte(ARGV[1], 2) == 120
   for i = 1, nargs do
-    local v = hex and tonumber(ARGV[i], 16)
-    if not (v and v <= 9007199254740992) then
-      v = tonumber(ARGV[i]) -- decimal, negative (in decimal, which strtoul wraps), or on gopher-lua
+    local a = ARGV[i]
+    if string.byte(a, 2) == 120 then
+      args[i] = tonumber(a, 16) or tonumber(a) -- gopher-lua (miniredis) reads a 0x prefix only without a base
+    else
+      args[i] = tonumber(a)
     end
-    args[i] = v
   end
 end

@@ -77,6 +77,37 @@ func TestFillSteps(t *testing.T) {
 	require.ErrorContains(t, err, "fixedwindow is not given as steps")
 	_, err = algorithm.FillSteps(tb, "return 1\n")
 	require.ErrorContains(t, err, "has none of the lines")
+	_, err = algorithm.FillSteps(tb, "\nlocal sets, nsets = {}, 0\n-- STEP\n-- DEFER\n")
+	require.ErrorContains(t, err, "does not declare DEFER's locals", "a template that would read an undeclared global")
+	_, err = algorithm.FillSteps(tb, "\nlocal sets, nsets, ats, last_at, last_text, last_state, last_state_text = {}, 0, {}\n-- STEP\n-- DEFER\n")
+	require.NoError(t, err)
+}
+
+// TestNewScriptPacksUnlessTheBodyReadsARGV: a decision script's numbers
+// go packed into one argument, unless its body reads ARGV or calls
+// int_arg (outside a comment), which then reads them one per argument,
+// as before packing: on Redis and the embedded store.
+func TestNewScriptPacksUnlessTheBodyReadsARGV(t *testing.T) {
+	decide := func(sluice.LocalTx, algorithm.Args, bool) ([]int64, error) { return nil, nil }
+	args := []int64{10, 1_000_000, 10, 3}
+	reads := map[string]string{
+		"ARGV":    "return {1, tonumber(ARGV[4]), 0, 0}",
+		"int_arg": "return {1, int_arg(4, 0, 10), 0, 0}",
+	}
+	for name, body := range reads {
+		require.Len(t, algorithm.NewScript(body, decide).Args(args), 4, "%s: one per argument", name)
+	}
+	require.Len(t, algorithm.NewScript("-- not ARGV\nreturn {1, cost, 0, 0}", decide).Args(args), 1, "packed")
+	emb, err := embedded.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = emb.Close() })
+	for server, store := range map[string]sluice.Store{"redis": redistest.GoRedisTier(t, redistest.SharedRedis(t)).Store, "embedded": emb} {
+		for name, body := range reads {
+			reply, err := store.Run(t.Context(), algorithm.NewScript(body, decide), []string{"{argv}:" + name}, args)
+			require.NoError(t, err, "%s/%s", server, name)
+			require.Equal(t, []int64{1, 3, 0, 0}, reply, "%s/%s reads the cost", server, name)
+		}
+	}
 }
 
 // TestLibForDefinesIntArgForASourceThatCallsIt: a script gets int_arg, a

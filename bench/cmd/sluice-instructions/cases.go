@@ -62,6 +62,12 @@ func raw(src string, keys []string, args ...any) func(context.Context, *redis.Cl
 	}
 }
 
+// packed is vs as Sluice's stores send a packed script's numbers: one
+// argument (sluice.Script.Args).
+func packed(vs ...int64) string {
+	return sluice.NewPackedScript("", nil).Args(vs)[0]
+}
+
 func limiterOn(c *redis.Client, alg string) (sluice.Limiter, error) {
 	store, err := goredisstore.New(c)
 	if err != nil {
@@ -93,20 +99,21 @@ func cases() []testCase {
 		{name: "floor: TIME, GET, SET PX", perCall: 1, setup: raw(
 			"local t = redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], t[1], 'PX', ARGV[1]) return 1",
 			[]string{"{t1}:f"}, 60000)},
-		// The commands the multi-limit and lease scripts send, with as
-		// many arguments and no check: their floors. A key's first call
+		// The commands the multi-limit and lease scripts send, with their
+		// numbers packed as they are sent (sluice.Script.Args) and no
+		// check: their floors. A key's first call
 		// writes it with SET; the others change it in place, as the
 		// scripts do while a key's expiry stays.
 		{name: "floor of two keys: TIME, MGET, 2 x SETRANGE", perCall: 1, setup: raw(
 			"local t = redis.call('TIME') local v = redis.call('MGET', KEYS[1], KEYS[2]) "+
 				"if not v[1] then redis.call('SET', KEYS[1], t[1]) redis.call('SET', KEYS[2], t[1]) "+
 				"else redis.call('SETRANGE', KEYS[1], '0', t[1]) redis.call('SETRANGE', KEYS[2], '0', t[1]) end return 1",
-			[]string{"{t1}:f1", "{t1}:f2"}, "0x1", "0xf4240", "0xf4240", "0x746a5288001", "0xf4240", "0xf4240", "0x746a5288002")},
+			[]string{"{t1}:f1", "{t1}:f2"}, packed(1, 1_000_000, 1_000_000, 8_000_000_000_001, 1_000_000, 1_000_000, 8_000_000_000_002))},
 		{name: "floor of a lease: TIME, GET, HGETALL, SETRANGE, HSET, PEXPIRE", perCall: 1, setup: raw(
 			"local t = redis.call('TIME') local v = redis.call('GET', KEYS[1]) redis.call('HGETALL', KEYS[2]) "+
 				"if not v then redis.call('SET', KEYS[1], t[1]) else redis.call('SETRANGE', KEYS[1], '0', t[1]) end "+
-				"redis.call('HSET', KEYS[2], '7', t[1]) redis.call('PEXPIRE', KEYS[2], ARGV[1]) return 1",
-			[]string{"{t1}:fl", "{t1}:fl:leases"}, "60000", "0xf4240", "0xe8d4a51000", "0x1", "0x1", "0xa", "0x0", "0xf4240", "0x7")},
+				"redis.call('HSET', KEYS[2], '7', t[1]) redis.call('PEXPIRE', KEYS[2], '60000') return 1",
+			[]string{"{t1}:fl", "{t1}:fl:leases"}, packed(1_000_000, 1_000_000, 1_000_000_000_000, 1, 1, 10, 0, 1_000_000, 7))},
 		{name: "go-redis/redis_rate v10", perCall: 1, setup: func(_ context.Context, c *redis.Client) (call, error) {
 			rl := redis_rate.NewLimiter(c)
 			limit := redis_rate.Limit{Rate: 1_000_000, Burst: 1_000_000_000, Period: time.Second}

@@ -16,7 +16,7 @@ import (
 )
 
 // bodyCase measures a Lua file as a decision script's body after
-// Sluice's prelude (algorithm.Prelude), for trying a change to an
+// Sluice's prelude, assembled as algorithm.NewScript assembles one, for trying a change to an
 // algorithm before making it (bench/runs/scratch): each call sends the
 // numbers of args (comma-separated) packed as Sluice's stores send them
 // (sluice.Script.Args), on one key, or on a new key each call when fresh.
@@ -25,7 +25,10 @@ func bodyCase(path, args string, fresh bool) (testCase, error) {
 	if err != nil {
 		return testCase{}, err
 	}
-	src := algorithm.Prelude() + string(body)
+	// As algorithm.NewScript assembles a script: the prelude, the body,
+	// and what they need of lib.lua before them.
+	prelude := strings.TrimPrefix(algorithm.Prelude(), algorithm.Lib())
+	src := algorithm.LibFor(prelude+string(body)) + prelude + string(body)
 	var nums []int64
 	for _, f := range strings.Split(args, ",") {
 		v, err := strconv.ParseInt(strings.TrimSpace(f), 0, 64)
