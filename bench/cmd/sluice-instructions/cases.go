@@ -114,6 +114,15 @@ func cases() []testCase {
 				"if not v then redis.call('SET', KEYS[1], t[1]) else redis.call('SETRANGE', KEYS[1], '0', t[1]) end "+
 				"redis.call('HSET', KEYS[2], '7', t[1]) redis.call('PEXPIRE', KEYS[2], '60000') return 1",
 			[]string{"{t1}:fl", "{t1}:fl:leases"}, packed(1_000_000, 1_000_000, 1_000_000_000_000, 1, 1, 10, 0, 1_000_000, 7))},
+		// The commands the sliding log sends to admit a request on a key
+		// it has written, with its numbers packed and no check.
+		{name: "floor of a sliding log: TIME, 2 x ZCOUNT, ZADD, ZREMRANGEBYSCORE, ZREVRANGE, PEXPIRE", perCall: 1, setup: raw(
+			"local t = redis.call('TIME') local now = t[1] * 1000000 + t[2] "+
+				"redis.call('ZCOUNT', KEYS[1], now - 1000000, '+inf') redis.call('ZCOUNT', KEYS[1], now, now) "+
+				"redis.call('ZADD', KEYS[1], now, string.format('%d', now)) "+
+				"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 1000000) "+
+				"redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES') redis.call('PEXPIRE', KEYS[1], '1100') return 1",
+			[]string{"{t1}:fsl"}, packed(10_000, 1_000_000, 10_000, 1))},
 		{name: "go-redis/redis_rate v10", perCall: 1, setup: func(_ context.Context, c *redis.Client) (call, error) {
 			rl := redis_rate.NewLimiter(c)
 			limit := redis_rate.Limit{Rate: 1_000_000, Burst: 1_000_000_000, Period: time.Second}
