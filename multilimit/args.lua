@@ -16,9 +16,8 @@
 -- ARGV[2+3m]  optional now_us; absent or "" reads the server clock (TIME)
 --
 -- The numbers packed into one argument (sluice.Script.Args: 7 bytes
--- each, in this order), or one per argument, each in decimal, or, when
--- ARGV[1] starts with 0x, each one that is not negative as 0x and hex
--- digits (ext/algorithm read_args.lua). Every argument is checked here,
+-- each, in this order), or one per argument, each in decimal or as 0x
+-- and hex digits (ext/algorithm read_args.lua). Every argument is checked here,
 -- before any key is read or written. Keep in step with model.go.
 
 -- now is the server's clock (TIME), not one passed in; the state text

@@ -19,8 +19,8 @@
 -- KEYS[1]  the state key (as the decision script's)
 -- KEYS[2]  the ledger key, in the same slot
 -- and its numbers, packed into one argument (sluice.Script.Args) or one
--- per argument (each in decimal, or, when the first starts with 0x, each
--- one not negative as 0x and hex digits; read_args.lua), in this order:
+-- per argument (each in decimal or as 0x and hex digits; read_args.lua),
+-- in this order:
 -- 1..3     rate, period_us, burst, as the prelude checks them
 -- 4        cost: op 1, 0..burst, decided as the decision script does
 --          (0 with extra 0 peeks; 0 with extra > 0 refills: allowed when

@@ -8,8 +8,8 @@
 -- Script.Args, which Sluice's stores send: 7 bytes each, big-endian two's
 -- complement, in order; an argument alone of any other length is read as
 -- one number), or one per argument, each in decimal or, when it starts
--- with 0x, in hex (which tonumber with a base reads through strtoul; a
--- negative number goes in decimal). Either way they are read once, into
+-- with 0x, in hex, both read by tonumber (a negative number goes in
+-- decimal). Either way they are read once, into
 -- args, before anything else (an argument that is not a number is nil
 -- there).
 local KEYS, ARGV, tonumber, redis, string = KEYS, ARGV, tonumber, redis, string -- globals read more than once, held in locals (a global is a table lookup at each read)
@@ -31,11 +31,6 @@ else
   nargs = #ARGV
   args = {}
   for i = 1, nargs do
-    local a = ARGV[i]
-    if string.byte(a, 2) == 120 then
-      args[i] = tonumber(a, 16) or tonumber(a) -- gopher-lua (miniredis) reads a 0x prefix only without a base
-    else
-      args[i] = tonumber(a)
-    end
+    args[i] = tonumber(ARGV[i])
   end
 end
