@@ -20,7 +20,11 @@ func renderVariables() string {
 		if v.Default == "" {
 			def = ""
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", v.Name, def, v.Supported, cell(v.Refuses), cell(v.Note))
+		note := v.Note
+		if v.Upstream != "" {
+			note = "added after 3fb702589d36 (" + v.Upstream + "): " + note
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", v.Name, def, v.Supported, cell(v.Refuses), cell(note))
 	}
 	return b.String()
 }

@@ -10,7 +10,8 @@
 // server that would silently do something other than what was asked: a
 // malformed value, or a variable set to a value that asks for what Sluice does
 // not do (BACKEND_TYPE=memcache, USE_STATSD=true, ...), is an error naming the
-// variable.
+// variable. DISABLE_STATS=true wins over the statistics sinks' variables,
+// as it does in theirs: USE_STATSD=true is then accepted.
 package settings
 
 import (
@@ -75,7 +76,7 @@ type Settings struct {
 	RedisPoolSize       int           // REDIS_POOL_SIZE
 	RedisAuth           string        // REDIS_AUTH: password, or user:password
 	RedisTLS            bool          // REDIS_TLS
-	RedisPipelineWindow time.Duration // REDIS_PIPELINE_WINDOW
+	RedisPipelineWindow time.Duration // REDIS_PIPELINE_WINDOW: checked (not negative), without effect
 	RedisSentinelAuth   string        // REDIS_SENTINEL_AUTH
 
 	RedisTLSClientCert               string // REDIS_TLS_CLIENT_CERT
@@ -156,7 +157,11 @@ func FromEnv(environ []string) (Settings, error) {
 		}
 	}
 	s := Settings{set: map[string]bool{}}
-	var errs []error
+	type failure struct {
+		err   error
+		stats bool // a refusal DISABLE_STATS=true lifts
+	}
+	var fails []failure
 	for _, v := range Variables {
 		value, ok := env[v.Name]
 		if ok {
@@ -168,14 +173,20 @@ func FromEnv(environ []string) (Settings, error) {
 		}
 		if v.parse != nil {
 			if err := v.parse(&s, value); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", v.Name, value, err))
+				fails = append(fails, failure{err: fmt.Errorf("%s=%q: %w", v.Name, value, err)})
 				continue
 			}
 		}
 		if ok && v.refuse != nil {
 			if why := v.refuse(value); why != "" {
-				errs = append(errs, fmt.Errorf("%s=%q: %s", v.Name, value, why))
+				fails = append(fails, failure{fmt.Errorf("%s=%q: %s", v.Name, value, why), v.stats})
 			}
+		}
+	}
+	var errs []error
+	for _, f := range fails {
+		if !f.stats || !s.DisableStats {
+			errs = append(errs, f.err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

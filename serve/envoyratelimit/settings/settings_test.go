@@ -135,6 +135,15 @@ func TestRefusals(t *testing.T) {
 		{"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION=sure", "not a boolean"},
 		{"EXPIRATION_JITTER_MAX_SECONDS=soon", "not an integer"},
 		{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS=a", "invalid map item"},
+		// Added upstream after 3fb702589d36: refused when set to a value
+		// that asks for what Sluice does not do.
+		{"PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS=true", "milliseconds"},
+		{"REDIS_STARTUP_INITIAL_INTERVAL=2s", "retrying the Redis connection at start"},
+		{"REDIS_STARTUP_MAX_INTERVAL=1m", "retrying the Redis connection at start"},
+		{"REDIS_STARTUP_MAX_ELAPSED_TIME=30s", "retrying the Redis connection at start"},
+		{"REDIS_STARTUP_MAX_ELAPSED_TIME=soon", "not a duration"},
+		{"REDIS_CLUSTER_PIPELINE_PARALLELISM=many", "not an integer"},
+		{"PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS=ms", "not a boolean"},
 	}
 	for _, c := range cases {
 		t.Run(c.env, func(t *testing.T) {
@@ -157,11 +166,55 @@ func TestHarmlessValuesAreAccepted(t *testing.T) {
 		"REDIS_PIPELINE_LIMIT=8", "REDIS_TIMEOUT=2s", "MEMCACHE_HOST_PORT=a:1,b:2",
 		"FORCE_START_WITHOUT_INITIAL_CONFIG=true", "REDIS_PERSECOND_URL=x:1", "LOCAL_CACHE_SIZE_IN_BYTES=0",
 		"BACKEND_TYPE=redis", "EXTRA_TAGS=", "TRACING_SERVICE_NAME=rl", "GRPC_SERVER_TLS_CERT=/c.pem",
+		// Added upstream after 3fb702589d36, at their defaults or tuning
+		// only what Sluice does its own way.
+		"PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS=false", "REDIS_STARTUP_INITIAL_INTERVAL=1000ms",
+		"REDIS_STARTUP_MAX_INTERVAL=30s", "REDIS_STARTUP_MAX_ELAPSED_TIME=0", "REDIS_CLUSTER_PIPELINE_PARALLELISM=4",
+		"REDIS_PERSECOND_CLUSTER_PIPELINE_PARALLELISM=0",
 	} {
 		if _, err := FromEnv([]string{env}); err != nil {
 			t.Errorf("%s: %v", env, err)
 		}
 	}
+}
+
+// TestDisableStatsWinsOverTheSinks: with DISABLE_STATS=true theirs sends
+// no statistics whatever USE_STATSD, USE_DOG_STATSD and the Prometheus
+// sink's variables say (runner.go: DisableStats is the first case), so
+// they are accepted; a malformed value is still refused, as envconfig
+// refuses it first.
+func TestDisableStatsWinsOverTheSinks(t *testing.T) {
+	for _, env := range []string{
+		"USE_STATSD=true", "USE_DOG_STATSD=true", "EXTRA_TAGS=env:prod", "PROMETHEUS_MAPPER_YAML=/etc/mapper.yaml",
+		"PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS=true",
+	} {
+		s, err := FromEnv([]string{"DISABLE_STATS=true", env, "USE_PROMETHEUS=true"})
+		if err != nil {
+			t.Errorf("DISABLE_STATS=true %s: %v", env, err)
+		} else if s.PrometheusEnabled() {
+			t.Errorf("DISABLE_STATS=true %s: Prometheus enabled", env)
+		}
+		if _, err := FromEnv([]string{"DISABLE_STATS=false", env}); err == nil {
+			t.Errorf("DISABLE_STATS=false %s: accepted", env)
+		}
+	}
+	if _, err := FromEnv([]string{"DISABLE_STATS=true", "USE_STATSD=maybe"}); err == nil || !strings.Contains(err.Error(), "not a boolean") {
+		t.Errorf("DISABLE_STATS=true USE_STATSD=maybe: %v, want it refused as malformed", err)
+	}
+}
+
+// TestPipelineWindowIsLabelledIgnored: REDIS_PIPELINE_WINDOW is parsed
+// and has no effect (go-redis has no write-flush window), and says so.
+func TestPipelineWindowIsLabelledIgnored(t *testing.T) {
+	for _, v := range Variables {
+		if v.Name == "REDIS_PIPELINE_WINDOW" {
+			if v.Supported != Ignored || !strings.Contains(v.Note, "go-redis") {
+				t.Fatalf("REDIS_PIPELINE_WINDOW is %s (%q), want ignored with a note saying why", v.Supported, v.Note)
+			}
+			return
+		}
+	}
+	t.Fatal("REDIS_PIPELINE_WINDOW is not listed")
 }
 
 func TestEveryErrorIsReported(t *testing.T) {
@@ -194,8 +247,16 @@ func TestVariablesAreListedOnceWithTheirDecision(t *testing.T) {
 		}
 	}
 	// The count of envconfig tags in envoyproxy/ratelimit's settings.go at
-	// 3fb702589d36.
-	if len(Variables) != 108 {
-		t.Errorf("%d variables, want 108", len(Variables))
+	// 3fb702589d36, and of those added after it up to 34d2b74.
+	pinned, later := 0, 0
+	for _, v := range Variables {
+		if v.Upstream == "" {
+			pinned++
+		} else {
+			later++
+		}
+	}
+	if pinned != 108 || later != 6 {
+		t.Errorf("%d variables of 3fb702589d36 and %d later ones, want 108 and 6", pinned, later)
 	}
 }

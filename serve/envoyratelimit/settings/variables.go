@@ -27,7 +27,10 @@ const (
 )
 
 // Variable is one of envoyproxy/ratelimit's environment variables (commit
-// 3fb702589d36, src/settings/settings.go).
+// 3fb702589d36, src/settings/settings.go), or one it added later (Upstream
+// names the commit): those are refused when set to a value that changes
+// what theirs does and Sluice does not do, so that a deployment written
+// for a later version does not silently run otherwise.
 type Variable struct {
 	Name    string
 	Default string // envoyproxy/ratelimit's default ("" when it has none)
@@ -38,15 +41,22 @@ type Variable struct {
 	Refuses string
 	// Note says how Sluice's behaviour relates to envoyproxy/ratelimit's.
 	Note string
+	// Upstream is "" for a variable of 3fb702589d36, else the later
+	// envoyproxy/ratelimit commit that added it.
+	Upstream string
 
 	parse  parser
 	refuse func(value string) string // the reason a set value is refused, or ""
+	// stats: the variable configures the statistics sink only, so that
+	// DISABLE_STATS=true, which theirs checks first (runner.go), makes
+	// any well-formed value harmless: it is not refused then.
+	stats bool
 }
 
 var intBits = strconv.IntSize
 
 // Variables lists every variable envoyproxy/ratelimit reads, in the order of
-// its settings.go.
+// its settings.go (the later ones where that file now has them).
 var Variables = slices.Concat(serverVariables, redisVariables, lastVariables)
 
 var serverVariables = []Variable{
@@ -103,21 +113,22 @@ var serverVariables = []Variable{
 	{Name: "XDS_CLIENT_BACKOFF_RANDOM_FACTOR", Default: "0.5", Supported: Ignored, Note: "xDS only", parse: float(64)},
 	{Name: "XDS_CLIENT_BACKOFF_JITTER", Default: "true", Supported: Ignored, Note: "xDS only", parse: boolean(nil)},
 	{Name: "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", Supported: Ignored, Note: "xDS only", parse: integer(intBits, nil)},
-	{Name: "USE_DOG_STATSD", Default: "false", Supported: Refused, Refuses: "true",
+	{Name: "USE_DOG_STATSD", Default: "false", Supported: Refused, Refuses: "true, unless DISABLE_STATS=true",
 		Note:  "DogStatsD is not supported: use USE_PROMETHEUS",
-		parse: boolean(nil), refuse: refuseTrue("DogStatsD is not supported; use USE_PROMETHEUS=true")},
+		parse: boolean(nil), refuse: refuseTrue("DogStatsD is not supported; use USE_PROMETHEUS=true"), stats: true},
 	{Name: "USE_DOG_STATSD_MOGRIFIERS", Supported: Ignored, Note: "DogStatsD only"},
-	{Name: "USE_STATSD", Default: "true", Supported: Refused, Refuses: "true (when set)",
+	{Name: "USE_STATSD", Default: "true", Supported: Refused, Refuses: "true (when set), unless DISABLE_STATS=true",
 		Note:  "statsd is not supported: unset, no statsd is sent (theirs sends to STATSD_HOST:STATSD_PORT by default); use USE_PROMETHEUS",
-		parse: boolean(nil), refuse: refuseTrue("statsd is not supported; set USE_STATSD=false and use USE_PROMETHEUS=true")},
+		parse: boolean(nil), refuse: refuseTrue("statsd is not supported; set USE_STATSD=false and use USE_PROMETHEUS=true"), stats: true},
 	{Name: "STATSD_HOST", Default: "localhost", Supported: Ignored, Note: "statsd only"},
 	{Name: "STATSD_PORT", Default: "8125", Supported: Ignored, Note: "statsd only", parse: integer(intBits, nil)},
-	{Name: "EXTRA_TAGS", Supported: Refused, Refuses: "any non-empty map",
+	{Name: "EXTRA_TAGS", Supported: Refused, Refuses: "any non-empty map, unless DISABLE_STATS=true",
 		Note:  "extra tags on the server's statistics are not supported",
-		parse: stringMap, refuse: refuseNonEmpty("extra tags on the statistics are not supported")},
+		parse: stringMap, refuse: refuseNonEmpty("extra tags on the statistics are not supported"), stats: true},
 	{Name: "STATS_FLUSH_INTERVAL", Default: "10s", Supported: Ignored,
 		Note: "Prometheus metrics are current at every scrape, with no flush", parse: duration(nil)},
-	{Name: "DISABLE_STATS", Default: "false", Supported: Honoured, Note: "true: no metrics, USE_PROMETHEUS included",
+	{Name: "DISABLE_STATS", Default: "false", Supported: Honoured,
+		Note:  "true: no metrics, USE_PROMETHEUS included; the sinks' variables (USE_STATSD, USE_DOG_STATSD, EXTRA_TAGS, PROMETHEUS_MAPPER_YAML, PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS) are then not refused, as theirs ignores them",
 		parse: boolean(func(s *Settings) *bool { return &s.DisableStats })},
 	{Name: "USE_PROMETHEUS", Default: "false", Supported: Honoured,
 		Note:  "accepted with USE_STATSD unset (theirs then refuses two sinks)",
@@ -126,9 +137,13 @@ var serverVariables = []Variable{
 		parse: orDefault(":9090", func(s *Settings) *string { return &s.PrometheusAddr })},
 	{Name: "PROMETHEUS_PATH", Default: "/metrics", Supported: Honoured, Note: `the one path served; "" is "/metrics", as in theirs`,
 		parse: prometheusPath},
-	{Name: "PROMETHEUS_MAPPER_YAML", Supported: Refused, Refuses: "any non-empty path",
+	{Name: "PROMETHEUS_MAPPER_YAML", Supported: Refused, Refuses: "any non-empty path, unless DISABLE_STATS=true",
 		Note:   "a statsd-exporter mapping of the metric names is not supported",
-		refuse: refuseNonEmpty("a mapping of the metric names is not supported")},
+		refuse: refuseNonEmpty("a mapping of the metric names is not supported"), stats: true},
+	{Name: "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", Default: "false", Supported: Refused, Refuses: "true, unless DISABLE_STATS=true",
+		Upstream: "6b266b0",
+		Note:     "ratelimit_service_response_time_seconds is observed in seconds, as theirs does since; their true (milliseconds, as at 3fb702589d36) is not supported",
+		parse:    boolean(nil), refuse: refuseTrue("milliseconds in ratelimit_service_response_time_seconds are not supported; Sluice observes seconds"), stats: true},
 	{Name: "RUNTIME_ROOT", Default: "/srv/runtime_data/current", Supported: Honoured,
 		parse: str(func(s *Settings) *string { return &s.RuntimeRoot })},
 	{Name: "RUNTIME_SUBDIRECTORY", Supported: Honoured,
