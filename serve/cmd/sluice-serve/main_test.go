@@ -298,13 +298,15 @@ policies:
 }
 
 // TestReloadKeepsServing: SIGHUP under load swaps the policies without a
-// failed call; a file that does not build is refused, logged, and the
-// policies in force are kept.
+// failed call, one reload per signal; a file that does not build is
+// refused, logged, and the policies in force are kept.
 func TestReloadKeepsServing(t *testing.T) {
 	policy := func(rate int) string {
 		return fmt.Sprintf("domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: %d, period: 1m, lease: 5}\n", rate)
 	}
-	p := start(t, policy(1000))
+	// No poll (--watch 0): a poll of the file would reload it too, and
+	// log the same line, between a write and its SIGHUP.
+	p := start(t, policy(1000), "--watch", "0")
 	var calls, errs atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -319,21 +321,23 @@ func TestReloadKeepsServing(t *testing.T) {
 			}
 		})
 	}
+	reloads := func() int { return strings.Count(p.logs(), "sluice serve: reloaded") }
 	for i := range 6 {
 		time.Sleep(100 * time.Millisecond)
 		require.NoError(t, os.WriteFile(p.config, []byte(policy(1000+i)), 0o600))
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+		// One signal at a time: two sent during one reload would be one.
+		require.Eventually(t, func() bool { return reloads() >= i+1 }, 20*time.Second, 5*time.Millisecond, p.logs())
 	}
-	time.Sleep(200 * time.Millisecond)
 	require.NoError(t, os.WriteFile(p.config, []byte("domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: 0, period: 1m}\n"), 0o600))
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
-	time.Sleep(300 * time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(p.logs(), "reload refused; the policies in force are kept") }, 20*time.Second, 5*time.Millisecond, p.logs())
+	time.Sleep(100 * time.Millisecond) // calls on the policies kept
 	cancel()
 	wg.Wait()
 	require.Positive(t, calls.Load())
 	require.Zero(t, errs.Load(), "no call failed across %d reloads", 6)
-	require.Equal(t, 6, strings.Count(p.logs(), "sluice serve: reloaded"))
-	require.Contains(t, p.logs(), "reload refused; the policies in force are kept")
+	require.Equal(t, 6, reloads())
 	resp, err := ask(p, "user", "after")
 	require.NoError(t, err)
 	require.Equal(t, uint32(1005), resp.GetStatuses()[0].GetCurrentLimit().GetRequestsPerUnit(), "the last good file's limit")
