@@ -291,9 +291,14 @@ func RewriteDocBlocks(text string, figures map[string]string) (string, []string,
 func docsSource(r Report, jsonPath string) string {
 	server, _, _ := strings.Cut(r.Redis, " at ")
 	return fmt.Sprintf("From `%s` (%s; %s, the benchmark sharing the machine with the server), "+
-		"written by `go run ./bench/cmd/sluice-bench --full --redis auto --json %s --docs .`.",
-		jsonPath, server, r.Machine, jsonPath)
+		"written by `%s --full --redis auto --json %s --docs .`.",
+		jsonPath, server, r.Machine, docsCommand, jsonPath)
 }
+
+// docsCommand is the command the blocks say wrote them, run from the
+// repository's root; bench/run.sh runs it, with the serve scenarios'
+// binaries.
+const docsCommand = "go run ./bench/cmd/sluice-bench"
 
 // docsResults finds a result by scenario and subject.
 type docsResults struct {

@@ -27,7 +27,7 @@ func loadCommittedRun(t *testing.T) Report {
 // docs/*.md is exactly what bench/runs/full.json renders, so a figure
 // cannot drift from the run it names; after a new run,
 // `go run ./bench/cmd/sluice-bench --from-json bench/runs/full.json --docs .`
-// (or the run itself with --docs .) rewrites them.
+// (or the run itself with --docs ., through bench/run.sh) rewrites them.
 func TestDocsQuoteTheCommittedRun(t *testing.T) {
 	r := loadCommittedRun(t)
 	figures, err := DocFigures(r, committedRun)
@@ -63,6 +63,26 @@ func TestDocsQuoteTheCommittedRun(t *testing.T) {
 		require.NotEmpty(t, quoted[name], "no doc quotes the block %q", name)
 	}
 	require.Contains(t, quoted["headline"], "README.md")
+}
+
+// TestRunScriptRunsTheDocsCommand: bench/run.sh, which docs/benchmarks.md
+// gives for the committed run, ends by running the command the blocks
+// name, with the flags given, after it builds sluice-serve onto the PATH
+// and installs envoyproxy/ratelimit where sluice-bench looks for it.
+func TestRunScriptRunsTheDocsCommand(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "run.sh"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	require.Equal(t, `PATH="$bin:$PATH" `+docsCommand+` "$@"`, lines[len(lines)-1])
+	require.Contains(t, lines, `go build -o "$bin/sluice-serve" ./serve/cmd/sluice-serve`)
+	require.Contains(t, lines, "go run ./internal/envoyrl/install >/dev/null")
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "benchmarks.md"))
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(strings.Fields(string(doc)), " "),
+		"`bench/run.sh --full --redis auto --json "+committedRun+" --html bench/runs/full.html --docs .` runs everything")
+	fi, err := os.Stat(filepath.Join("..", "run.sh"))
+	require.NoError(t, err)
+	require.NotZero(t, fi.Mode()&0o111, "bench/run.sh is executable")
 }
 
 func TestRewriteDocBlocks(t *testing.T) {

@@ -29,15 +29,16 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-// rlsBinary is how a process subject finds its binary.
+// rlsBinary is how a process subject finds its binary among the
+// Binaries of its Clients.
 type rlsBinary struct {
 	what string // named in errors
-	find func() (string, error)
+	find func(Binaries) (string, error)
 }
 
 var (
-	envoyProxyService  = rlsBinary{what: "envoyproxy/ratelimit", find: envoyProxyBinary}
-	sluiceServeService = rlsBinary{what: "sluice-serve", find: sluiceServeBinary}
+	envoyProxyService  = rlsBinary{what: "envoyproxy/ratelimit", find: Binaries.envoyProxy}
+	sluiceServeService = rlsBinary{what: "sluice-serve", find: Binaries.sluiceServe}
 )
 
 // processSubject is a serve subject that starts b's binary per scenario
@@ -52,10 +53,10 @@ func processSubject(name string, b rlsBinary) Subject {
 	}}
 }
 
-// startRLSSubject starts b's binary on c's redis-server with the runtime
-// directory and environment of rlsEnv, waits until it is healthy and
-// returns it with a Decide over gRPC. Whatever fails after the start stops
-// the process.
+// startRLSSubject starts b's binary (as c.Binaries names or finds it) on
+// c's redis-server with the runtime directory and environment of startRLS,
+// waits until it is healthy and returns it with a Decide over gRPC.
+// Whatever fails after the start stops the process.
 func startRLSSubject(c Clients, limit sluice.Limit, b rlsBinary) (*rlsProcess, Decide, error) {
 	if c.Rueidis == nil {
 		return nil, nil, errNoRedisServer
@@ -64,9 +65,9 @@ func startRLSSubject(c Clients, limit sluice.Limit, b rlsBinary) (*rlsProcess, D
 	if err != nil {
 		return nil, nil, err
 	}
-	bin, err := b.find()
+	bin, err := b.find(c.Binaries)
 	if err != nil {
-		return nil, nil, fmt.Errorf("skipped: %s could not be found or built: %w", b.what, err)
+		return nil, nil, fmt.Errorf("skipped: %s was not found: %w", b.what, err)
 	}
 	opt := c.GoRedis.Options()
 	if opt.DB != 0 {

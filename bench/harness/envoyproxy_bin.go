@@ -1,10 +1,16 @@
 package harness
 
 // This file finds the two binaries of the serve scenarios' process
-// subjects: envoyproxy/ratelimit, installed as a Go module into the cache
-// directory serve/envoydiff installs it into (so that both share one
-// binary), and sluice-serve: beside sluice-bench, else built from the
-// workspace the benchmark runs in, else on the PATH.
+// subjects, without ever running go (sluice-bench is a command users
+// install, and runs in any directory): each is the one Binaries names
+// (sluice-bench's --sluice-serve and --envoyproxy-ratelimit), else
+// sluice-serve beside the running executable (an installed sluice-bench,
+// as sluice finds it) or on the PATH, and envoyproxy/ratelimit's service
+// command where the tests install it (the user cache directory
+// serve/envoydiff shares) or on the PATH (envoyrl.Find). A binary that is
+// missing fails its subject with how to install it. In the repository's
+// checkout, bench/run.sh builds the checkout's sluice-serve and installs
+// envoyproxy/ratelimit before it runs the benchmark.
 
 import (
 	"errors"
@@ -13,93 +19,96 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/sluicehq/sluice/internal/envoyrl"
 )
 
-// sluiceServePackage is the command built from the workspace.
-const sluiceServePackage = "github.com/sluicehq/sluice/serve/cmd/sluice-serve"
-
-var (
-	sluiceServeOnce sync.Once
-	sluiceServePath string
-	sluiceServeErr  error
-)
-
-// envoyProxyBinary returns envoyproxy/ratelimit's service command,
-// installed on first use into the cache directory serve/envoydiff shares
-// (package envoyrl).
-func envoyProxyBinary() (string, error) { return envoyrl.Binary(nil) }
-
-// sluiceServeBinary returns the sluice-serve the serve scenarios run, found
-// once per process (see findSluiceServe).
-func sluiceServeBinary() (string, error) {
-	sluiceServeOnce.Do(func() {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			sluiceServeErr = fmt.Errorf("no user cache directory: %w", err)
-			return
-		}
-		self, _ := os.Executable()
-		sluiceServePath, sluiceServeErr = findSluiceServe(cache, self)
-	})
-	return sluiceServePath, sluiceServeErr
+// Binaries names the programs the process subjects start; an empty field
+// is looked up (Find).
+type Binaries struct {
+	// SluiceServe is sluice-serve (--sluice-serve).
+	SluiceServe string
+	// EnvoyProxy is envoyproxy/ratelimit's service command, service_cmd
+	// (--envoyproxy-ratelimit).
+	EnvoyProxy string
 }
 
-// findSluiceServe returns the sluice-serve beside self, the running
-// executable (an installed sluice-bench, as sluice finds it); else, when
-// the benchmark runs inside a Go workspace (the repository's checkout:
-// `go run ./bench/cmd/sluice-bench`, or its tests), sluice-serve built
-// there with go build into cache/sluice/bench/, so that the scenarios
-// measure the checkout's server; else the one on the PATH.
-func findSluiceServe(cache, self string) (string, error) {
+// sluiceServePackage is the command sluice-serve is installed from.
+const sluiceServePackage = "github.com/sluicehq/sluice/serve/cmd/sluice-serve"
+
+// Find returns b with both binaries as absolute paths: the ones b names,
+// else those found as the file's comment says. It never runs go; its
+// error says, for each binary it could not find, where it looked and how
+// to install it.
+func (b Binaries) Find() (Binaries, error) {
+	serve, serveErr := b.sluiceServe()
+	if serveErr != nil {
+		serveErr = fmt.Errorf("sluice-serve was not found: %w", serveErr)
+	}
+	envoy, envoyErr := b.envoyProxy()
+	if envoyErr != nil {
+		envoyErr = fmt.Errorf("envoyproxy/ratelimit was not found: %w", envoyErr)
+	}
+	return Binaries{SluiceServe: serve, EnvoyProxy: envoy}, errors.Join(serveErr, envoyErr)
+}
+
+// sluiceServe is b.SluiceServe, else the sluice-serve beside the running
+// executable, else the one on the PATH.
+func (b Binaries) sluiceServe() (string, error) {
+	if b.SluiceServe != "" {
+		return named(b.SluiceServe)
+	}
+	self, _ := os.Executable()
+	return findSluiceServe(self)
+}
+
+// envoyProxy is b.EnvoyProxy, else envoyrl.Find in the user cache
+// directory and on the PATH.
+func (b Binaries) envoyProxy() (string, error) {
+	if b.EnvoyProxy != "" {
+		return named(b.EnvoyProxy)
+	}
+	cache, _ := os.UserCacheDir() // none: the PATH alone
+	bin, err := envoyrl.Find(cache)
+	if err != nil {
+		return "", fmt.Errorf("%w, or pass --envoyproxy-ratelimit PATH", err)
+	}
+	return bin, nil
+}
+
+// named is a binary named by path: absolute, and an executable file.
+func named(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if !isExecutable(abs) {
+		return "", fmt.Errorf("%s is not an executable file", path)
+	}
+	return abs, nil
+}
+
+// findSluiceServe returns the sluice-serve beside self (the running
+// executable: an installed pair matches), else the one on the PATH.
+func findSluiceServe(self string) (string, error) {
+	where := "it is not on the PATH"
 	if self != "" {
-		beside := filepath.Join(filepath.Dir(self), "sluice-serve")
-		if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		dir := filepath.Dir(self)
+		if beside := filepath.Join(dir, "sluice-serve"); isExecutable(beside) {
 			return beside, nil
 		}
-	}
-	var whyNotBuilt string
-	out, err := exec.Command("go", "env", "GOWORK").Output()
-	switch work := strings.TrimSpace(string(out)); {
-	case err != nil:
-		whyNotBuilt = fmt.Sprintf("go env GOWORK: %v", err)
-	case work == "" || work == "off":
-		whyNotBuilt = "not inside a Go workspace (the repository's checkout)"
-	default:
-		bin, err := buildSluiceServe(filepath.Join(cache, "sluice", "bench"))
-		if err == nil {
-			return bin, nil
-		}
-		whyNotBuilt = err.Error()
+		where = fmt.Sprintf("it is neither beside sluice-bench (in %s) nor on the PATH", dir)
 	}
 	if path, err := exec.LookPath("sluice-serve"); err == nil {
 		return filepath.Abs(path)
 	}
-	return "", fmt.Errorf("sluice-serve was not built (%s) and is neither beside sluice-bench nor on the PATH: go install %s", whyNotBuilt, sluiceServePackage)
+	return "", fmt.Errorf("%s: install it with go install %s@latest, or pass --sluice-serve PATH", where, sluiceServePackage)
 }
 
-// buildSluiceServe runs go build of sluice-serve in the current directory's
-// workspace into dir/sluice-serve (written whole, by a rename).
-func buildSluiceServe(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(dir, "build-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	built := filepath.Join(tmp, "sluice-serve")
-	if out, err := exec.Command("go", "build", "-o", built, sluiceServePackage).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w: %s", sluiceServePackage, err, lastLines(string(out), 5))
-	}
-	bin := filepath.Join(dir, "sluice-serve")
-	if err := os.Rename(built, bin); err != nil {
-		return "", err
-	}
-	return bin, nil
+// isExecutable reports whether path is a regular file someone may run.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // lastLines returns the last n non-empty lines of s, joined by " | ".

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -36,19 +37,24 @@ func realRedisClients(t *testing.T) (Clients, *redis.Client) {
 	return Clients{GoRedis: goRedis, Rueidis: rc}, stats
 }
 
-// requireBinaries installs envoyproxy/ratelimit (or finds it in the cache)
-// and builds sluice-serve; an install that fails skips the test, saying
+// requireBinaries returns the binaries of the process subjects as this
+// checkout has them, as bench/run.sh does: envoyproxy/ratelimit installed
+// (or found in the user cache) and sluice-serve built from the workspace
+// into a directory of t's. An install that fails skips the test, saying
 // why, or fails it under SLUICE_REQUIRE_REDIS=1, where no test may skip.
-func requireBinaries(t *testing.T) {
+func requireBinaries(t *testing.T) Binaries {
 	t.Helper()
-	if _, err := envoyProxyBinary(); err != nil {
+	envoy, err := envoyrl.Binary(nil)
+	if err != nil {
 		if os.Getenv(redistest.RequireRedisEnv) == "1" {
 			t.Fatalf("envoyproxy/ratelimit could not be installed and %s=1: %v", redistest.RequireRedisEnv, err)
 		}
 		t.Skipf("envoyproxy/ratelimit could not be installed (set %s=1 to fail instead): %v", redistest.RequireRedisEnv, err)
 	}
-	_, err := sluiceServeBinary()
-	require.NoError(t, err, "sluice-serve is built from this workspace")
+	serve := filepath.Join(t.TempDir(), "sluice-serve")
+	out, err := exec.Command("go", "build", "-o", serve, sluiceServePackage).CombinedOutput()
+	require.NoError(t, err, "go build %s: %s", sluiceServePackage, out)
+	return Binaries{SluiceServe: serve, EnvoyProxy: envoy}
 }
 
 // TestServeProcessSubjectsDecideAndStop starts each process subject on a
@@ -57,10 +63,11 @@ func requireBinaries(t *testing.T) {
 // denied), counts in that redis-server, and is gone, by its pid, once
 // stopped.
 func TestServeProcessSubjectsDecideAndStop(t *testing.T) {
-	requireBinaries(t)
+	bins := requireBinaries(t)
 	for _, b := range []rlsBinary{envoyProxyService, sluiceServeService} {
 		t.Run(b.what, func(t *testing.T) {
 			c, _ := realRedisClients(t)
+			c.Binaries = bins
 			ctx := context.Background()
 			p, decide, err := startRLSSubject(c, sluice.Limit{Rate: 3, Period: time.Hour, Burst: 3}, b)
 			require.NoError(t, err)
@@ -105,8 +112,9 @@ func TestServeProcessSubjectsDecideAndStop(t *testing.T) {
 // decides everything it is asked over gRPC, with Redis calls measured,
 // and no process is left running afterwards.
 func TestServeScenariosRunTheProcesses(t *testing.T) {
-	requireBinaries(t)
+	bins := requireBinaries(t)
 	c, stats := realRedisClients(t)
+	c.Binaries = bins
 	o := Options{Duration: 500 * time.Millisecond, Scenarios: ServeScenarios(), Clients: c, Stats: stats, OnlySubjects: "envoyproxy/ratelimit"}
 	require.Equal(t, 4, Planned(o), "both process subjects in both scenarios")
 	results := Run(context.Background(), o)
@@ -135,9 +143,9 @@ func TestServeProcessSubjectsSayWhyTheyDoNotRun(t *testing.T) {
 
 	c := Clients{GoRedis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), Rueidis: fakeRueidis{}}
 	t.Cleanup(func() { _ = c.GoRedis.Close() })
-	missing := rlsBinary{what: "envoyproxy/ratelimit", find: func() (string, error) { return "", fmt.Errorf("go install: no network") }}
+	missing := rlsBinary{what: "envoyproxy/ratelimit", find: func(Binaries) (string, error) { return "", fmt.Errorf("not on the PATH") }}
 	_, _, err = startRLSSubject(c, limit, missing)
-	require.EqualError(t, err, "skipped: envoyproxy/ratelimit could not be found or built: go install: no network")
+	require.EqualError(t, err, "skipped: envoyproxy/ratelimit was not found: not on the PATH")
 
 	for _, bad := range []sluice.Limit{{Rate: 5, Period: 10 * time.Second, Burst: 5}, {Rate: 5, Period: time.Second, Burst: 6}} {
 		_, err := envoyYAML(bad)
@@ -150,58 +158,81 @@ func TestServeProcessSubjectsSayWhyTheyDoNotRun(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "exits")
 	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho 'cannot start, for the test' >&2\nexit 3\n"), 0o755))
-	exits := rlsBinary{what: "a service", find: func() (string, error) { return script, nil }}
+	exits := rlsBinary{what: "a service", find: func(Binaries) (string, error) { return script, nil }}
 	_, _, err = startRLSSubject(c, limit, exits)
 	require.ErrorContains(t, err, "exited before it was healthy")
 	require.ErrorContains(t, err, "cannot start, for the test")
 	require.Empty(t, runningServices())
 }
 
-// TestBinariesAreFoundOrSayHow: a go install that fails names the module
-// and what go printed; sluice-serve is taken from beside sluice-bench, or
-// from the PATH when it cannot be built, or its absence is explained.
+// TestBinariesAreFoundOrSayHow: the process subjects' binaries are found
+// without running go (a go on PATH logs every call): each one named is
+// taken as an absolute path, if it is an executable; else sluice-serve
+// beside sluice-bench, then on the PATH, and envoyproxy/ratelimit in the
+// user cache where the tests install it, then on the PATH as service_cmd or
+// ratelimit; what is missing is named with where it was looked for and
+// how to install it.
 func TestBinariesAreFoundOrSayHow(t *testing.T) {
 	bin := t.TempDir()
-	fakeGo := "#!/bin/sh\nif [ \"$1\" = env ]; then echo off; exit 0; fi\necho 'dial tcp: no network, for the test' >&2\nexit 1\n"
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte(fakeGo), 0o755))
+	calls := filepath.Join(t.TempDir(), "go-calls")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte("#!/bin/sh\necho \"go $*\" >>"+calls+"\nexit 1\n"), 0o755))
 	t.Setenv("PATH", bin)
-
 	cache := t.TempDir()
-	_, err := envoyrl.Install(cache, nil)
-	require.ErrorContains(t, err, "go install "+envoyrl.Module+"@"+envoyrl.Version)
-	require.ErrorContains(t, err, "no network, for the test")
-	entries, err := os.ReadDir(filepath.Join(cache, "sluice", "envoydiff", envoyrl.Version))
+	t.Setenv("XDG_CACHE_HOME", cache) // os.UserCacheDir on Linux
+	t.Setenv("HOME", t.TempDir())
+	cache, err := os.UserCacheDir()
 	require.NoError(t, err)
-	require.Empty(t, entries, "no partial install left behind")
+	executable := func(path string) string {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755))
+		return path
+	}
 
-	installed := filepath.Join(cache, "sluice", "envoydiff", envoyrl.Version, "service_cmd")
-	require.NoError(t, os.WriteFile(installed, []byte("#!/bin/sh\n"), 0o755))
-	got, err := envoyrl.Install(cache, nil)
+	_, err = Binaries{}.Find()
+	require.ErrorContains(t, err, "sluice-serve was not found: it is neither beside sluice-bench (in ")
+	require.ErrorContains(t, err, "nor on the PATH: install it with go install "+sluiceServePackage+"@latest, or pass --sluice-serve PATH")
+	require.ErrorContains(t, err, "envoyproxy/ratelimit was not found: it is not installed at "+envoyrl.Path(cache)+
+		", and neither service_cmd nor ratelimit is on the PATH: install it with go install "+envoyrl.Module+"@"+envoyrl.Version+
+		", or pass --envoyproxy-ratelimit PATH")
+
+	// On the PATH.
+	ratelimit := executable(filepath.Join(bin, "ratelimit"))
+	serveOnPath := executable(filepath.Join(bin, "sluice-serve"))
+	got, err := Binaries{}.Find()
 	require.NoError(t, err)
-	require.Equal(t, installed, got, "an installed binary is reused")
+	require.Equal(t, Binaries{SluiceServe: serveOnPath, EnvoyProxy: ratelimit}, got)
+	serviceCmd := executable(filepath.Join(bin, "service_cmd"))
+	got, err = Binaries{}.Find()
+	require.NoError(t, err)
+	require.Equal(t, serviceCmd, got.EnvoyProxy, "service_cmd, the name go install gives it, first")
 
-	_, err = findSluiceServe(cache, "")
-	require.ErrorContains(t, err, "not inside a Go workspace")
-	require.ErrorContains(t, err, "go install "+sluiceServePackage)
+	// Installed in the cache, and beside sluice-bench: before the PATH.
+	installed := executable(envoyrl.Path(cache))
+	got, err = Binaries{}.Find()
+	require.NoError(t, err)
+	require.Equal(t, installed, got.EnvoyProxy)
 	self := filepath.Join(t.TempDir(), "sluice-bench")
-	beside := filepath.Join(filepath.Dir(self), "sluice-serve")
-	require.NoError(t, os.WriteFile(beside, []byte("#!/bin/sh\n"), 0o755))
-	got, err = findSluiceServe(cache, self)
+	beside := executable(filepath.Join(filepath.Dir(self), "sluice-serve"))
+	got2, err := findSluiceServe(self)
 	require.NoError(t, err)
-	require.Equal(t, beside, got)
+	require.Equal(t, beside, got2)
 
-	// In a workspace whose build fails, the one on the PATH; without
-	// one, the build's error.
-	inWorkspace := "#!/bin/sh\nif [ \"$1\" = env ]; then echo /somewhere/go.work; exit 0; fi\necho 'build failed, for the test' >&2\nexit 1\n"
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte(inWorkspace), 0o755))
-	_, err = findSluiceServe(cache, "")
-	require.ErrorContains(t, err, "go build "+sluiceServePackage)
-	require.ErrorContains(t, err, "build failed, for the test")
-	onPath := filepath.Join(bin, "sluice-serve")
-	require.NoError(t, os.WriteFile(onPath, []byte("#!/bin/sh\n"), 0o755))
-	got, err = findSluiceServe(cache, "")
+	// Named: before everything, made absolute, and refused unless it
+	// can run.
+	dir := t.TempDir()
+	t.Chdir(dir)
+	executable(filepath.Join(dir, "my-serve"))
+	executable(filepath.Join(dir, "my-envoy"))
+	got, err = Binaries{SluiceServe: "my-serve", EnvoyProxy: "./my-envoy"}.Find()
 	require.NoError(t, err)
-	require.Equal(t, onPath, got)
+	require.Equal(t, Binaries{SluiceServe: filepath.Join(dir, "my-serve"), EnvoyProxy: filepath.Join(dir, "my-envoy")}, got)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "not-executable"), nil, 0o644))
+	_, err = Binaries{SluiceServe: "not-executable", EnvoyProxy: "missing"}.Find()
+	require.ErrorContains(t, err, "sluice-serve was not found: not-executable is not an executable file")
+	require.ErrorContains(t, err, "envoyproxy/ratelimit was not found: missing is not an executable file")
+
+	ran, _ := os.ReadFile(calls)
+	require.Empty(t, string(ran), "finding the binaries ran go")
 }
 
 // fakeRueidis stands for a real server's rueidis client where the test

@@ -25,10 +25,13 @@ import (
 // Decide asks whether one request against key is allowed.
 type Decide func(ctx context.Context, key string) (bool, error)
 
-// Clients are the connections subjects use, all to the same Redis.
+// Clients are the connections subjects use, all to the same Redis, and
+// the binaries the serve scenarios' process subjects start on it.
 type Clients struct {
 	GoRedis *redis.Client
 	Rueidis rueidis.Client // nil on the embedded store (miniredis lacks what rueidis needs)
+	// Binaries are looked up as Binaries.Find says where a field is empty.
+	Binaries Binaries
 }
 
 // Subject is one limiter under test. New builds it for one scenario's

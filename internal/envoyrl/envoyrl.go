@@ -1,18 +1,18 @@
-// Package envoyrl installs envoyproxy/ratelimit, the service sluice-serve
-// is a drop-in for, as a Go module, once per machine: the differential
-// test (serve/envoydiff) and the benchmark's serve scenarios run it beside
-// sluice-serve and share the binary.
+// Package envoyrl locates envoyproxy/ratelimit, the service sluice-serve
+// is a drop-in for: its service command as a Go module at the commit
+// sluice-serve is compared with. Find only looks (it never runs go), for
+// the benchmark's serve scenarios; Install and Binary (install.go) run go
+// install into the user cache, for the differential test
+// (serve/envoydiff), the benchmark's tests and bench/run.sh, so that all
+// share one binary.
 package envoyrl
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"time"
 )
 
 // Module and Version are the envoyproxy/ratelimit service command that is
@@ -22,69 +22,40 @@ const (
 	Version = "v1.4.1-0.20260122083618-3fb702589d36"
 )
 
-var (
-	once sync.Once
-	path string
-	err  error
-)
+// PathNames are the names Find looks for on the PATH: the one go install
+// gives the command, and the one envoyproxy/ratelimit's image gives it.
+var PathNames = []string{"service_cmd", "ratelimit"}
 
-// Binary returns the path of envoyproxy/ratelimit's service command,
-// os.UserCacheDir()/sluice/envoydiff/<Version>/service_cmd, running go
-// install of Module at Version into it the first time (about 100 s with
-// an empty build cache; it needs the module proxy), and saying so on log
-// (nil: nothing). Later calls in the process return the first answer.
-func Binary(log io.Writer) (string, error) {
-	once.Do(func() {
-		cache, cerr := os.UserCacheDir()
-		if cerr != nil {
-			err = fmt.Errorf("no user cache directory: %w", cerr)
-			return
+// Path is where Install puts the service command under cache:
+// cache/sluice/envoydiff/<Version>/service_cmd.
+func Path(cache string) string {
+	return filepath.Join(cache, "sluice", "envoydiff", Version, "service_cmd")
+}
+
+// Find returns envoyproxy/ratelimit's service command without running go:
+// Path(cache) when it is installed there (cache "" skips it), else the
+// first of PathNames on the PATH, made absolute. Its error says where it
+// looked and how to install it.
+func Find(cache string) (string, error) {
+	if cache != "" {
+		if bin := Path(cache); isExecutable(bin) {
+			return bin, nil
 		}
-		path, err = Install(cache, log)
-	})
-	return path, err
+	}
+	for _, name := range PathNames {
+		if p, err := exec.LookPath(name); err == nil {
+			return filepath.Abs(p)
+		}
+	}
+	where := "neither service_cmd nor ratelimit is on the PATH"
+	if cache != "" {
+		where = fmt.Sprintf("it is not installed at %s, and %s", Path(cache), where)
+	}
+	return "", errors.New(where + ": install it with go install " + Module + "@" + Version)
 }
 
-// Install returns cache/sluice/envoydiff/<Version>/service_cmd,
-// installing it when it is not there; Binary calls it with the user cache
-// directory. The binary is installed into a directory of this call's own
-// and renamed into place, so that a concurrent install, or one killed
-// half-way, never leaves a partial binary at the path.
-func Install(cache string, log io.Writer) (string, error) {
-	dir := filepath.Join(cache, "sluice", "envoydiff", Version)
-	bin := filepath.Join(dir, "service_cmd")
-	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	gobin, err := os.MkdirTemp(dir, "install-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(gobin)
-	start := time.Now()
-	cmd := exec.Command("go", "install", Module+"@"+Version)
-	cmd.Dir = gobin // outside any module or workspace
-	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go install %s@%s: %w: %s", Module, Version, err, lastLines(string(out), 5))
-	}
-	if err := os.Rename(filepath.Join(gobin, "service_cmd"), bin); err != nil {
-		return "", err
-	}
-	if log != nil {
-		fmt.Fprintf(log, "installed envoyproxy/ratelimit %s into %s in %s\n", Version, dir, time.Since(start).Round(time.Second))
-	}
-	return bin, nil
-}
-
-// lastLines is the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+// isExecutable reports whether path is a regular file someone may run.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }

@@ -4,6 +4,7 @@
 //
 //	sluice-bench [--full] [--redis auto|redis://host:port/db] [--duration 1.5s] [--rounds 3]
 //	             [--json FILE] [--html FILE] [--docs DIR] [--scenarios substring] [--subjects substring]
+//	             [--sluice-serve PATH] [--envoyproxy-ratelimit PATH]
 //	sluice-bench --from-json FILE [--html FILE] [--docs DIR]
 //
 // With no flags it runs the quick set behind the headline comparison
@@ -25,11 +26,15 @@
 // against a direct library call of the same algorithm (the table states
 // each server's overhead over its direct call), and two processes started
 // with the same envoyproxy/ratelimit YAML and environment on the same
-// redis-server, called over gRPC: envoyproxy/ratelimit itself (go
-// installed into the user cache directory on first use) and sluice-serve
-// in its compatible mode (the one beside sluice-bench, else built from the
-// workspace, else the one on the PATH). Those two need --redis; without it, or
-// when a binary cannot be had, the report says why they did not run. Each
+// redis-server, called over gRPC: envoyproxy/ratelimit itself
+// (--envoyproxy-ratelimit, else its service_cmd where the tests install
+// it in the user cache directory, else service_cmd or ratelimit on the
+// PATH) and sluice-serve in its compatible mode (--sluice-serve, else the
+// one beside sluice-bench, else the one on the PATH). sluice-bench never
+// runs go: when a binary is missing, the report says how to install it,
+// and in the repository's checkout bench/run.sh runs this command with
+// the checkout's sluice-serve and an installed envoyproxy/ratelimit. Those
+// two need --redis; without it the report says why they did not run. Each
 // subject runs there for a fifth of --duration.
 package main
 
@@ -82,6 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	onlySubjects := fs.String("subjects", "", "run only subjects whose name contains this (or one of these, comma-separated)")
 	rounds := fs.Int("rounds", defaultRounds, "split each throughput scenario into this many rounds, each running every subject in turn, so that the machine's drift weighs on all alike (1 to 20)")
 	fromJSON := fs.String("from-json", "", "run nothing: render the table (and --html) from a saved --json file")
+	sluiceServe := fs.String("sluice-serve", "", "the sluice-serve the serve scenarios start (default: the one beside sluice-bench, else on the PATH)")
+	envoyProxy := fs.String("envoyproxy-ratelimit", "", "envoyproxy/ratelimit's service_cmd the serve scenarios start (default: the one the tests install in the user cache directory, else service_cmd or ratelimit on the PATH)")
 	docsRoot := fs.String("docs", "", "rewrite the figure blocks of DIR/README.md and DIR/docs/*.md from this run (needs --full and --json inside DIR, or --from-json)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -116,6 +123,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return updateDocs(stdout, *docsRoot, report, *fromJSON)
 	}
+	// A binary named but not there is found before the run, not by each
+	// serve scenario's subject.
+	for name, path := range map[string]string{"--sluice-serve": *sluiceServe, "--envoyproxy-ratelimit": *envoyProxy} {
+		if fi, err := os.Stat(path); path != "" && (err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0) {
+			return fmt.Errorf("%s %s: not an executable file", name, path)
+		}
+	}
 	if *docsRoot != "" {
 		// Checked before the run, so that a run cannot end with docs
 		// that name a file it did not write, or a command it did not run:
@@ -129,6 +143,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		if err := harness.CheckDocsTarget(*docsRoot, *jsonPath); err != nil {
 			return fmt.Errorf("--docs: %w", err)
+		}
+		// The serve block quotes both processes: a run without them
+		// would end with docs that say they were skipped.
+		if _, err := (harness.Binaries{SluiceServe: *sluiceServe, EnvoyProxy: *envoyProxy}).Find(); err != nil {
+			return fmt.Errorf("--docs: the serve scenarios' processes: %w (in the repository's checkout, bench/run.sh runs this command with both)", err)
 		}
 	}
 	if *duration == 0 {
@@ -148,7 +167,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	report := harness.Report{Started: time.Now(), Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())}
-	var clients harness.Clients
+	clients := harness.Clients{Binaries: harness.Binaries{SluiceServe: *sluiceServe, EnvoyProxy: *envoyProxy}}
 	var stats *redis.Client
 	switch *redisURL {
 	case "":

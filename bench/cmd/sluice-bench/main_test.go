@@ -49,6 +49,8 @@ func TestDocsFlag(t *testing.T) {
 		"unexpected arguments":                 {"--from-json", "x.json", "extra"},
 		"--full would not apply":               {"--from-json", "x.json", "--full"},
 		"--rounds 0: must be between 1 and 20": {"--rounds", "0"},
+		"missing: not an executable file":      {"--sluice-serve", filepath.Join(t.TempDir(), "missing")},
+		"README.md: not an executable file":    {"--envoyproxy-ratelimit", readme},
 	} {
 		stderr.Reset()
 		err := run(t.Context(), args, &stdout, &stderr)
