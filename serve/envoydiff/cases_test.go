@@ -75,6 +75,12 @@ descriptors:
   - key: quota
     quota_mode: true
     rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: dotted.key
+    rate_limit: {unit: hour, requests_per_unit: 10}
+  - key: dotted
+    descriptors:
+      - key: key
+        rate_limit: {unit: hour, requests_per_unit: 2}
 `
 
 // awaitWindow returns once at least need is left before the next hour
@@ -196,6 +202,14 @@ func TestSameAnswers(t *testing.T) {
 			`ratelimit_service_rate_limit_within_limit{domain="diff",key1="files`,
 			`ratelimit_service_rate_limit_near_limit{domain="diff",key1="files`)
 	})
+	t.Run("RulesOfOneStatKey", func(t *testing.T) {
+		// Both rules' stat key is diff.dotted.key; each keeps its limit.
+		check(t, overGRPC, "OK [OK 9]", desc("dotted.key", "x"))
+		check(t, overGRPC, "OK [OK 8]", desc("dotted.key", "x"))
+		check(t, overGRPC, "OK [OK 7]", desc("dotted.key", "x"))
+		check(t, overGRPC, "OK [OK 1]", desc("dotted", "v", "key", "x"))
+		check(t, overGRPC, "OK [OK 0]", desc("dotted", "v", "key", "x"))
+	})
 	t.Run("ValueToMetric", func(t *testing.T) {
 		check(t, overGRPC, "OK [OK 4]", desc("svc", "checkout", "op", "pay"))
 		p.metricsAre(t, series{
@@ -223,6 +237,11 @@ func TestSameAnswers(t *testing.T) {
 		check(t, overGRPC, "OK [OK 6]", withLimit(desc("user", "ovr"), 8, typev3.RateLimitUnit_HOUR))
 		// A descriptor no rule matches, in a known domain.
 		check(t, overJSON, "OK [OK 2]", withLimit(desc("nowhere", "x"), 3, typev3.RateLimitUnit_DAY))
+		// Above 1,000,000 a second (Sluice counts it at that ceiling),
+		// beside a descriptor over its limit: the request is denied.
+		huge := withHits(withLimit(desc("user", "huge"), 4_000_000_000, typev3.RateLimitUnit_HOUR), 5)
+		check(t, overGRPC, "OK [OK 3999999995]", huge)
+		check(t, overGRPC, "OVER_LIMIT [OK 3999999990, OVER_LIMIT 0]", huge, withHits(desc("hits", "huge"), 6))
 	})
 	t.Run("CheckAboveALoweredLimit", func(t *testing.T) {
 		check(t, overGRPC, "OK [OK 2]", desc("user", "ck"))

@@ -3,6 +3,7 @@
 package envoydiff_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ func TestDeliberateDifferences(t *testing.T) {
 	t.Run("DenialsAreNotCharged", testDenialsAreNotCharged)
 	t.Run("MixedUpgradeCountsTwice", testMixedUpgradeCountsTwice)
 	t.Run("ShadowModeOverLimitIsNotCharged", testShadowModeOverLimitIsNotCharged)
+	t.Run("RepeatedDenialsAreCountedAsDecided", testRepeatedDenialsAreCountedAsDecided)
 }
 
 // testBadConfigurationAtStart: with files that do not load, theirs starts,
@@ -176,5 +178,35 @@ func testShadowModeOverLimitIsNotCharged(t *testing.T) {
 	requireCodes(t, p.theirs.send(t, overGRPC, raised), "OK [OK 8]")
 	if r := p.ours.send(t, overGRPC, raised); codesOf(r) != "OK [OK 9]" {
 		t.Fatalf("sluice-serve answered %s after 1 admitted and 1 shadow-mode call over a limit of 1, under a limit raised to 10; want OK [OK 9]", codesOf(r))
+	}
+}
+
+// testRepeatedDenialsAreCountedAsDecided: the metrics follow each side's
+// counter. After a denial, theirs holds more than the limit, so each later
+// denied request counts all its hits over_limit; Sluice's counter holds
+// only what it admitted, so each later denial of 2 hits on a counter of 5
+// under a limit of 6 counts 1 over_limit and 1 near_limit, as the first
+// did. Both answer the same; total_hits and within_limit agree.
+func testRepeatedDenialsAreCountedAsDecided(t *testing.T) {
+	awaitWindow(t, 2*time.Minute)
+	p := startPair(t, pairConfig{files: map[string]string{"main.yaml": mainConfig}})
+	requireCodes(t, p.same(t, overGRPC, buildRequest("diff", withHits(desc("path", "/repeat"), 5))), "OK [OK 1]")
+	for range 3 {
+		requireCodes(t, p.same(t, overGRPC, buildRequest("diff", withHits(desc("path", "/repeat"), 2))), "OVER_LIMIT [OVER_LIMIT 0]")
+	}
+	p.theirs.flushed(t)
+	sums := func(s *service) string {
+		got := map[string]float64{}
+		for name, v := range s.scrape(t, decisionMetrics("diff")...) {
+			got[strings.TrimPrefix(name[:strings.IndexByte(name, '{')], "ratelimit_service_rate_limit_")] += v
+		}
+		return fmt.Sprintf("total_hits %g, within_limit %g, near_limit %g, over_limit %g",
+			got["total_hits"], got["within_limit"], got["near_limit"], got["over_limit"])
+	}
+	if got, want := sums(p.theirs), "total_hits 11, within_limit 5, near_limit 2, over_limit 5"; got != want {
+		t.Fatalf("envoyproxy/ratelimit counted %s; the case expects %s", got, want)
+	}
+	if got, want := sums(p.ours), "total_hits 11, within_limit 5, near_limit 4, over_limit 3"; got != want {
+		t.Fatalf("sluice-serve counted %s; want %s (each denial of 2 on an uncharged counter of 5: 1 over, 1 near)", got, want)
 	}
 }

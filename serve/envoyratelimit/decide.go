@@ -112,7 +112,7 @@ func (s *Service) decideOne(ctx context.Context, st *state, domain string, l *co
 	var remaining uint64
 	var over bool
 	var reset time.Duration
-	b := st.stacks[l.Rule]
+	b := st.stacks[l.RuleIndex]
 	if l.Override {
 		b = st.override
 	}
@@ -139,12 +139,13 @@ func (s *Service) decideOne(ctx context.Context, st *state, domain string, l *co
 		s.metrics.callError("service_error")
 		return nil, status.Errorf(codes.Unknown, "no limiter for rule %s", l.Rule) // every counting rule has one
 	default:
-		limit, capacity, err := sluiceLimit(b, l)
+		limit, capacity, declared, err := sluiceLimit(b, l)
 		if err != nil {
 			s.metrics.callError("service_error")
 			return nil, status.Errorf(codes.Unknown, "descriptor %s: %v", l.FullKey, err)
 		}
-		threshold = uint64(capacity)
+		threshold = uint64(declared)
+		beyond := uint64(declared - capacity) // allowed as configured beyond what is counted
 		n := int64(min(hits, uint64(math.MaxInt64)))
 		key := counterKey(s.opts.CacheKeyPrefix, domain, b, l)
 		if n == 0 && b.AlgorithmName() == "fixedwindow" {
@@ -156,8 +157,8 @@ func (s *Service) decideOne(ctx context.Context, st *state, domain string, l *co
 				if checkOver {
 					before, after, over = threshold+1, threshold+1, true
 				} else {
-					used := threshold - checkRemaining
-					before, after, remaining = used, used, checkRemaining
+					used := uint64(capacity) - checkRemaining
+					before, after, remaining = used, used, checkRemaining+beyond
 				}
 				reset = checkReset
 				break
@@ -175,7 +176,7 @@ func (s *Service) decideOne(ctx context.Context, st *state, domain string, l *co
 			return nil, status.Errorf(codes.Unknown, "store: %v", err)
 		}
 		used := uint64(max(capacity-d.Remaining, 0))
-		remaining = uint64(max(d.Remaining, 0))
+		remaining = uint64(max(d.Remaining, 0)) + beyond
 		switch {
 		case n == 0: // a check only: OK up to the limit itself
 			before, after = used, used
@@ -223,25 +224,31 @@ func (s *Service) decideOne(ctx context.Context, st *state, domain string, l *co
 	return ds, nil
 }
 
-// sluiceLimit is the limit l is counted under by b, and how many hits it
-// holds (its burst for a bucket, its rate for a window): the request's
-// own for an override, else the rule's stack's (its fixed window, or the
-// overlay's).
-func sluiceLimit(b *stack.Stack, l *config.Limit) (sluice.Limit, int64, error) {
-	limit := b.Limit()
+// sluiceLimit is the limit l is counted under by b, how many hits that
+// holds (capacity: its burst for a bucket, its rate for a window), and
+// how many l allows as configured (declared): the request's own for an
+// override, else the rule's stack's (its fixed window, or the overlay's).
+// The two differ only for an override above what a fixed window counts
+// (one hit a microsecond, 1,000,000 a second), which is counted at that
+// ceiling rather than failing the request.
+func sluiceLimit(b *stack.Stack, l *config.Limit) (limit sluice.Limit, capacity, declared int64, err error) {
+	limit = b.Limit()
 	if l.Override {
 		if l.Period == 0 {
-			return limit, 0, fmt.Errorf("unit %s: not one of SECOND to YEAR", l.Unit)
+			return limit, 0, 0, fmt.Errorf("unit %s: not one of SECOND to YEAR", l.Unit)
 		}
-		limit = sluice.Limit{Rate: int64(l.RequestsPerUnit), Period: l.Period, Burst: int64(l.RequestsPerUnit)}
+		declared = int64(l.RequestsPerUnit)
+		rate := min(declared, l.Period.Microseconds())
+		limit = sluice.Limit{Rate: rate, Period: l.Period, Burst: rate}
 		if err := limit.Validate(); err != nil {
-			return limit, 0, err
+			return limit, 0, 0, err
 		}
+		return limit, rate, declared, nil
 	}
 	if b.Refills() {
-		return limit, limit.Burst, nil
+		return limit, limit.Burst, limit.Burst, nil
 	}
-	return limit, limit.Rate, nil
+	return limit, limit.Rate, limit.Rate, nil
 }
 
 // sub is a - b, or 0 when b is larger.

@@ -19,7 +19,7 @@ import (
 //
 //	rules:
 //	  edge.user_id:            # a stat key: the domain, then each level's key or key_value, joined by "."
-//	    algorithm: tokenbucket # default: the token bucket
+//	    algorithm: tokenbucket # default: the rule's fixed window
 //	    burst: 20              # default: the rule's requests_per_unit
 //	  per_user:                # or a rule's name
 //	    algorithm: gcra

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -199,8 +200,8 @@ func (s *Service) Loaded() bool {
 // state is one loaded configuration with its limiters.
 type state struct {
 	cfg      *config.Config
-	stacks   map[string]*stack.Stack // by rule key: every rule that counts
-	override *stack.Stack            // per-request limits: the fixed window
+	stacks   map[int]*stack.Stack // by config.Rule.Index: every rule that counts
+	override *stack.Stack         // per-request limits: the fixed window
 
 	mu     sync.RWMutex // held for reading by every call in flight
 	closed bool
@@ -246,7 +247,7 @@ func (s *Service) build(files []config.File, overlay map[string]stack.Spec) (*st
 	if err != nil {
 		return nil, err
 	}
-	st := &state{cfg: cfg, stacks: map[string]*stack.Stack{}}
+	st := &state{cfg: cfg, stacks: map[int]*stack.Stack{}}
 	fail := func(err error) (*state, error) {
 		_ = st.close()
 		return nil, err
@@ -264,7 +265,7 @@ func (s *Service) build(files []config.File, overlay map[string]stack.Spec) (*st
 		if err != nil {
 			return fail(fmt.Errorf("envoyratelimit: rule %s (%d per %s): %w", describeRule(r, named), r.RequestsPerUnit, r.Unit, err))
 		}
-		st.stacks[r.Key] = b
+		st.stacks[r.Index] = b
 	}
 	for k := range overlay {
 		if !used[k] {
@@ -289,8 +290,9 @@ func describeRule(r config.Rule, overlay string) string {
 }
 
 // specOf is rule r's stack: the overlay's entry for its name or key, its
-// zero rate and period filled in, or the fixed window of the rule. named
-// is the overlay entry used ("" for none).
+// zero rate and period filled in (and its algorithm, the rule's fixed
+// window, when it names none), or the fixed window of the rule. named is
+// the overlay entry used ("" for none).
 func specOf(r config.Rule, overlay map[string]stack.Spec, used map[string]bool) (spec stack.Spec, named string, err error) {
 	spec = stack.Spec{Algorithm: "fixedwindow", Rate: stack.Int(r.RequestsPerUnit), Period: stack.Duration(config.Period(r.Unit))}
 	for _, k := range []string{r.Name, r.Key} {
@@ -305,6 +307,12 @@ func specOf(r config.Rule, overlay map[string]stack.Spec, used map[string]bool) 
 			return spec, "", fmt.Errorf("envoyratelimit: overlay %q: rule %s is unlimited", k, r.Key)
 		}
 		named, used[k] = k, true
+		if o.Algorithm == "" {
+			o.Algorithm = "fixedwindow" // the rule's own: the overlay changes only what it names
+		}
+		if len(o.HotKeys) > 0 {
+			o.HotKeys = hotKeyTags(o.HotKeys)
+		}
 		if o.Rate == 0 {
 			o.Rate = stack.Int(r.RequestsPerUnit)
 		}
@@ -336,4 +344,16 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	}
 	defer st.mu.RUnlock()
 	return s.decide(ctx, st, req)
+}
+
+// hotKeyTags turns an overlay's hot keys, each a descriptor's values (a
+// descriptor of several entries: its values in order, joined by ','), into
+// the hash tags of their counters' keys (see counterKey), which lease and
+// shard choose hot keys by.
+func hotKeyTags(hot []string) []string {
+	out := make([]string, len(hot))
+	for i, h := range hot {
+		out[i] = bounded(config.Tag(strings.Split(h, ",")), 64)
+	}
+	return out
 }

@@ -50,11 +50,16 @@ type rule struct {
 	name           string
 	replaces       []string
 	detailedMetric bool
+	index          int // in Config.rules
 }
 
 // Rule describes one configured rate_limit, for a caller that builds
 // something per rule (a limiter, an overlay check).
 type Rule struct {
+	// Index is the rule's place in [Config.Rules], which identifies it:
+	// two rules may have one stat key (a key "a.b" beside a key "a" with
+	// a nested "b"), and each is a limit of its own.
+	Index int
 	// Key is the rule's stat key as configured: the domain, then each
 	// level's "key" or "key_value", joined by '.'.
 	Key             string
@@ -68,7 +73,7 @@ type Rule struct {
 func (c *Config) Rules() []Rule {
 	out := make([]Rule, len(c.rules))
 	for i, r := range c.rules {
-		out[i] = Rule{Key: r.fullKey, Name: r.name, Unit: r.unit, RequestsPerUnit: r.perUnit, Unlimited: r.unlimited}
+		out[i] = Rule{Index: i, Key: r.fullKey, Name: r.name, Unit: r.unit, RequestsPerUnit: r.perUnit, Unlimited: r.unlimited}
 	}
 	return out
 }
@@ -184,6 +189,7 @@ func (c *Config) loadLevel(path string, n *node, parent string, descriptors []ya
 		}
 		n.children[childKey] = child
 		if child.rule != nil {
+			child.rule.index = len(c.rules)
 			c.rules = append(c.rules, child.rule)
 		}
 	}

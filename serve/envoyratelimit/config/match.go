@@ -41,6 +41,8 @@ type Limit struct {
 	// Rule is the matched rule's configured stat key (see [Rule]); "" for
 	// an override.
 	Rule string
+	// RuleIndex is the matched rule's [Rule.Index]; -1 for an override.
+	RuleIndex int
 	// Override: the limit is the descriptor's own (descriptor.limit).
 	Override bool
 	// Tag and ID identify the counter, as envoyproxy/ratelimit's cache key
@@ -70,7 +72,7 @@ func (c *Config) Limit(domain string, d *ratelimitv3.RateLimitDescriptor) *Limit
 			FullKey: overrideKey(domain, entries), Unit: unit, RequestsPerUnit: o.GetRequestsPerUnit(),
 			Period:   Period(unit),
 			Current:  &rlsv3.RateLimitResponse_RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: unit},
-			Override: true,
+			Override: true, RuleIndex: -1,
 		}
 		l.Tag, l.ID = identity(entries, nil)
 		return l
@@ -142,7 +144,7 @@ func (c *Config) Limit(domain string, d *ratelimitv3.RateLimitDescriptor) *Limit
 		Unlimited: r.unlimited, ShadowMode: r.shadow, QuotaMode: r.quota, Name: r.name,
 		Replaces: append([]string(nil), r.replaces...), DetailedMetric: r.detailedMetric,
 		Current: &rlsv3.RateLimitResponse_RateLimit{Name: r.name, RequestsPerUnit: r.perUnit, Unit: r.unit},
-		Rule:    r.fullKey,
+		Rule:    r.fullKey, RuleIndex: r.index,
 	}
 	var patterns []string
 	if len(shared) > 0 {
@@ -184,6 +186,17 @@ func overrideKey(domain string, entries []*ratelimitv3.RateLimitDescriptor_Entry
 		}
 	}
 	return domain + "." + strings.Join(parts, ".")
+}
+
+// Tag is the [Limit.Tag] of a descriptor whose entries have values, for a
+// caller that names counters by their values (an overlay's hot keys).
+func Tag(values []string) string {
+	entries := make([]*ratelimitv3.RateLimitDescriptor_Entry, len(values))
+	for i, v := range values {
+		entries[i] = &ratelimitv3.RateLimitDescriptor_Entry{Value: v}
+	}
+	tag, _ := identity(entries, nil)
+	return tag
 }
 
 // identity encodes the entries' values (Tag) and keys and values (ID),
