@@ -162,7 +162,8 @@ func TestMetrics(t *testing.T) {
 // key its one entry's value allows, or, for a policy of several entries,
 // "descriptor" entries that match it as a gRPC descriptor would (and
 // count in the same key). A request that names a hot tenant's policy with
-// another tenant's key is refused, not decided (and sharded) under it.
+// another tenant's key is refused, not decided (and sharded) under it, and
+// so is a descriptor an earlier policy matches first.
 func TestAllowDecidesOnlyWhereThePolicyMatches(t *testing.T) {
 	config := `domain: edge
 policies:
@@ -187,6 +188,9 @@ policies:
 		{`{"policy": "orders", "descriptor": [{"key": "user", "value": "alice"}]}`, `descriptor: does not match policy "orders"`},
 		{`{"policy": "orders", "key": "alice", "descriptor": [{"key": "user", "value": "alice"}, {"key": "path", "value": "/orders"}]}`,
 			"give key or descriptor, not both"},
+		// acme's key is matched by the policy listed first, as gRPC matches
+		// it: it is not decided under the looser per-tenant policy.
+		{`{"policy": "per-tenant", "key": "acme"}`, `tenant=acme is matched first by policy "acme"`},
 	} {
 		resp, body := post(t, web.URL+"/v1/allow", bad.body)
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, bad.body)

@@ -171,8 +171,9 @@ func (rs *rules) keyOf(r *rule, entries []entry) string {
 // targetOfRequest is the Redis key and limit of a /v1/allow request under
 // rule r: those of the descriptor it names (Key, as a descriptor of r's
 // one entry, or Descriptor), or an error when r does not match that
-// descriptor, so that a request cannot be decided under a policy of
-// another tenant.
+// descriptor or a policy listed before r matches it first (as a gRPC
+// descriptor is matched), so that a request cannot be decided under a
+// policy of another tenant, nor a looser one.
 func (rs *rules) targetOfRequest(r *rule, req AllowRequest) (target, error) {
 	var entries []entry
 	switch {
@@ -194,6 +195,10 @@ func (rs *rules) targetOfRequest(r *rule, req AllowRequest) (target, error) {
 		if !r.matches(entries) {
 			return target{}, fmt.Errorf("key: %q does not match policy %q (%s)", req.Key, r.name, describeMatch(r.match))
 		}
+	}
+	if first := rs.match(entries); first != r {
+		return target{}, fmt.Errorf("%s is matched first by policy %q, as a gRPC descriptor is: decide it there, not under %q",
+			describeEntries(entries), first.name, r.name)
 	}
 	return rs.target(r, entries), nil
 }
