@@ -3,10 +3,15 @@ package envoyratelimit
 import (
 	"context"
 	"fmt"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
@@ -266,4 +271,45 @@ descriptors:
 	if _, err := svc.ShouldRateLimit(context.Background(), req("e", d("layered", "x"))); err == nil {
 		t.Error("no fallback, the store down: answered, want an error")
 	}
+}
+
+// TestResponseTimeIsObservedInSeconds: a call that takes 250 ms (on
+// synctest's clock) adds 0.25 to ratelimit_service_response_time_seconds,
+// the unit its name says (envoyproxy/ratelimit at 3fb702589d36 observes
+// milliseconds under that name).
+func TestResponseTimeIsObservedInSeconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, err := memstore.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewRegistry()
+		svc, err := New(apiFiles(t), store, Options{Registerer: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer svc.Close()
+		info := &grpc.UnaryServerInfo{FullMethod: "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"}
+		_, err = svc.UnaryServerInterceptor()(context.Background(), req("api", d("per_min", "x")), info, func(ctx context.Context, r any) (any, error) {
+			time.Sleep(250 * time.Millisecond)
+			return svc.ShouldRateLimit(ctx, r.(*rlsv3.RateLimitRequest))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() != "ratelimit_service_response_time_seconds" {
+				continue
+			}
+			if h := f.GetMetric()[0].GetHistogram(); h.GetSampleCount() != 1 || h.GetSampleSum() != 0.25 {
+				t.Fatalf("%d samples summing to %v, want one of 0.25", h.GetSampleCount(), h.GetSampleSum())
+			}
+			return
+		}
+		t.Fatal("no ratelimit_service_response_time_seconds")
+	})
 }

@@ -2,11 +2,14 @@ package envoyratelimit
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
 	"github.com/sluicehq/sluice/store/goredisstore"
 )
@@ -73,5 +76,49 @@ func TestOnRealRedis(t *testing.T) {
 	}
 	if len(keys) != 1 || !strings.HasPrefix(keys[0], `rl:{"tenant-7"}:erl:pfx_:api:fixedwindow:`) {
 		t.Fatalf("keys %q, want one fixed window counter of the descriptor", keys)
+	}
+}
+
+// TestTheWindowIsRedisTime: a service whose own clock stands half a
+// minute away from the redis-server's places a request in the window of
+// the server's TIME: duration_until_reset is the time left in Redis's
+// minute, not in the service clock's.
+func TestTheWindowIsRedisTime(t *testing.T) {
+	server := redistest.StartRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: server.Addr()})
+	t.Cleanup(func() { _ = client.Close() })
+	store, err := goredisstore.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	left := func(now time.Time) int64 { return 60 - now.Unix()%60 }
+	for attempt := 0; ; attempt++ {
+		before, err := client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		skewed := sluicetest.NewFakeClock(before.Add(30 * time.Second))
+		svc, err := New(apiFiles(t), store, Options{Clock: skewed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := svc.ShouldRateLimit(ctx, req("api", d("per_min", fmt.Sprint("clock-", attempt))))
+		_ = svc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left(before) != left(after) && attempt < 3 {
+			continue // Redis's second changed during the call: again
+		}
+		got := resp.GetStatuses()[0].GetDurationUntilReset().GetSeconds()
+		if got != left(before) && got != left(after) {
+			t.Fatalf("duration_until_reset %d s; Redis's minute had %d s left, the service clock's %d", got, left(before), left(skewed.Now()))
+		}
+		return
 	}
 }
