@@ -3,7 +3,7 @@
 package serve_test
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,7 +68,9 @@ func TestServeBinary(t *testing.T) {
 // testInstalledSluiceServePassesSignalsOn: the sluice command, installed
 // beside sluice-serve (as go install puts both in GOBIN) and run outside
 // any checkout, runs that sluice-serve: SIGTERM or SIGINT sent to sluice
-// reaches it, which drains and stops, and sluice exits 0 after it.
+// reaches it, which drains and stops, and sluice exits 0 after it; SIGHUP
+// sent to sluice reaches it too, which reloads its policy file and goes on
+// serving.
 func testInstalledSluiceServePassesSignalsOn(t *testing.T, serveBin string) {
 	sluiceBin := filepath.Join(filepath.Dir(serveBin), "sluice")
 	build := exec.Command("go", "build", "-o", sluiceBin, "github.com/sluicehq/sluice/cmd/sluice")
@@ -77,6 +79,32 @@ func testInstalledSluiceServePassesSignalsOn(t *testing.T, serveBin string) {
 	server := redistest.StartRedis(t)
 	config := "domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: 5, period: 1s}\n"
 	t.Chdir(t.TempDir()) // no checkout here: sluice cannot fall back to go run
+	t.Run("hangup", func(t *testing.T) {
+		// 5 an hour: no refill between the two calls.
+		hourly := "domain: edge\npolicies:\n  - {name: p, match: [{key: user}], rate: 5, period: 1h}\n"
+		p := startServeAs(t, []string{sluiceBin, "serve"}, hourly, server.URL())
+		resp, err := p.decide(descriptor("user", "hup"))
+		require.NoError(t, err)
+		require.Equal(t, ok, resp.GetOverallCode())
+		// The file does not change, so the watch (every second) reloads
+		// nothing: a reload is SIGHUP's, logged with no on=change.
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+		p.waitLog(t, `msg="sluice serve: reloaded"`)
+		require.NotContains(t, p.log(), "on=change")
+		require.NotContains(t, p.log(), "shutting down", "SIGHUP stopped the server")
+		resp, err = p.decide(descriptor("user", "hup"))
+		require.NoError(t, err, "still serving after SIGHUP")
+		require.Equal(t, ok, resp.GetOverallCode())
+		require.Equal(t, uint32(3), resp.GetStatuses()[0].GetLimitRemaining(), "the same limit, its state kept")
+		select {
+		case <-p.done:
+			t.Fatalf("sluice exited (%d) after SIGHUP", p.exitCode)
+		default:
+		}
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		p.waitLog(t, "sluice serve: stopped")
+		require.Equal(t, 0, p.wait(t))
+	})
 	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
 		t.Run(sig.String(), func(t *testing.T) {
 			p := startServeAs(t, []string{sluiceBin, "serve"}, config, server.URL())
@@ -97,12 +125,60 @@ type serveProc struct {
 	cmd                *exec.Cmd
 	grpcAddr, httpAddr string
 	rls                rlsv3.RateLimitServiceClient
+	config             string // the policy file's path
+	children           []int  // the processes cmd started, where the kernel lists them
 
-	mu    sync.Mutex
-	lines []string
+	mu      sync.Mutex
+	lines   []string
+	partial []byte // a line not yet ended
 
 	done     chan struct{} // closed when the process has exited
 	exitCode int
+}
+
+// Write collects the process's stderr (exec copies it here) line by line.
+func (p *serveProc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.partial = append(p.partial, b...)
+	for {
+		i := bytes.IndexByte(p.partial, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		p.lines = append(p.lines, string(p.partial[:i]))
+		p.partial = p.partial[i+1:]
+	}
+}
+
+// childPids lists the processes pid started, as Linux's /proc does; nil
+// where it does not.
+func childPids(pid int) []int {
+	// Each thread's file lists the children that thread started.
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var pids []int
+	for _, name := range files {
+		data, _ := os.ReadFile(name)
+		for _, f := range strings.Fields(string(data)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
+}
+
+// killStrays kills the sluice-serve that sluice started and left running
+// (sluice starts it in a process group of its own, which neither a kill of
+// sluice nor its parent-death signal reaches): a process p listed as its
+// child that still runs with p's policy file on its command line.
+func (p *serveProc) killStrays() {
+	for _, pid := range p.children {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && strings.Contains(string(cmdline), p.config) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 var listeningLine = regexp.MustCompile(`msg="sluice serve: listening" grpc=(\S+) http=(\S+)`)
@@ -123,28 +199,23 @@ func startServeAs(t *testing.T, argv []string, config, redisURL string) *servePr
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "policies.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(config), 0o600))
-	p := &serveProc{done: make(chan struct{})}
+	p := &serveProc{config: path, done: make(chan struct{})}
 	p.cmd = exec.Command(argv[0], append(argv[1:], "--config", path, "--redis", redisURL, "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0")...)
 	dieWithTest(p.cmd)
-	stderr, err := p.cmd.StderrPipe()
-	require.NoError(t, err)
+	p.cmd.Stderr = p
+	// A sluice-serve that sluice leaves behind (sluice killed by a signal
+	// it does not pass on) holds stderr open: Wait returns 5 s after
+	// sluice's exit all the same, so that the test fails, not hangs.
+	p.cmd.WaitDelay = 5 * time.Second
 	require.NoError(t, p.cmd.Start())
 	go func() {
-		s := bufio.NewScanner(stderr)
-		for s.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, s.Text())
-			p.mu.Unlock()
-		}
-		err := p.cmd.Wait()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			p.exitCode = exit.ExitCode()
-		}
+		_ = p.cmd.Wait() // exec.ErrWaitDelay when stderr was held open
+		p.exitCode = p.cmd.ProcessState.ExitCode()
 		close(p.done)
 	}()
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
+		p.killStrays()
 		<-p.done
 		if t.Failed() {
 			t.Logf("sluice-serve (pid %d) log:\n%s", p.cmd.Process.Pid, p.log())
@@ -154,6 +225,7 @@ func startServeAs(t *testing.T, argv []string, config, redisURL string) *servePr
 	for {
 		if m := listeningLine.FindStringSubmatch(p.log()); m != nil {
 			p.grpcAddr, p.httpAddr = m[1], m[2]
+			p.children = childPids(p.cmd.Process.Pid)
 			break
 		}
 		select {
