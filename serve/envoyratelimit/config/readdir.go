@@ -8,6 +8,97 @@ import (
 	"strings"
 )
 
+// readFile reads one file of the walk (a variable for the tests).
+var readFile = os.ReadFile
+
+// Runtime is envoyproxy/ratelimit's runtime directory, as its RUNTIME_*
+// variables name it.
+type Runtime struct {
+	Root           string // RUNTIME_ROOT
+	Subdirectory   string // RUNTIME_SUBDIRECTORY
+	AppDirectory   string // RUNTIME_APPDIRECTORY
+	WatchRoot      bool   // RUNTIME_WATCH_ROOT
+	IgnoreDotFiles bool   // RUNTIME_IGNOREDOTFILES
+}
+
+// Dir is the configuration directory, Root/Subdirectory/AppDirectory.
+func (r Runtime) Dir() string {
+	return filepath.Join(r.Root, r.Subdirectory, r.AppDirectory)
+}
+
+// TheirsLoadsNothing returns why envoyproxy/ratelimit would load no file
+// of this runtime at all, whatever its directories hold (and so answer
+// every request OK), or "" when it loads its set (see [Runtime.Read]).
+// Its provider (src/provider/file_provider.go) builds a goruntime loader
+// on Root and Subdirectory with RUNTIME_WATCH_ROOT, on Root/Subdirectory
+// and AppDirectory without: goruntime's New2 makes a loader that loads
+// nothing when either is empty, and its walk skips its own root when
+// that is a dot directory under RUNTIME_IGNOREDOTFILES.
+func (r Runtime) TheirsLoadsNothing() string {
+	base, leaf, leafName := r.Root, r.Subdirectory, "RUNTIME_SUBDIRECTORY"
+	if !r.WatchRoot {
+		base, leaf, leafName = filepath.Join(r.Root, r.Subdirectory), r.AppDirectory, "RUNTIME_APPDIRECTORY"
+	}
+	switch {
+	case base == "" && r.WatchRoot:
+		return "RUNTIME_ROOT is empty: goruntime makes a loader that loads nothing"
+	case base == "":
+		return "RUNTIME_ROOT and RUNTIME_SUBDIRECTORY are empty: goruntime makes a loader that loads nothing"
+	case leaf == "":
+		return leafName + " is empty: goruntime makes a loader that loads nothing"
+	}
+	if walkRoot := filepath.Join(base, leaf); r.IgnoreDotFiles && strings.HasPrefix(filepath.Base(walkRoot), ".") {
+		return "with RUNTIME_IGNOREDOTFILES=true, goruntime skips the directory it walks, " + walkRoot + ", for its name starts with '.'"
+	}
+	if !r.WatchRoot {
+		return ""
+	}
+	switch {
+	case r.AppDirectory == "":
+		return "RUNTIME_APPDIRECTORY is empty: envoyproxy/ratelimit keeps only the runtime keys that start with '.'"
+	case strings.Contains(r.AppDirectory, "/"):
+		return "RUNTIME_APPDIRECTORY holds a '/': envoyproxy/ratelimit keeps the runtime keys that start with it and '.', and goruntime's keys have '.' where the paths have '/'"
+	case r.IgnoreDotFiles && strings.HasPrefix(r.AppDirectory, "."):
+		return "with RUNTIME_IGNOREDOTFILES=true, goruntime skips every file and directory whose name starts with '.', and RUNTIME_APPDIRECTORY does"
+	}
+	return ""
+}
+
+// Read returns the configuration files of the runtime, the set
+// envoyproxy/ratelimit loads:
+//
+//   - RUNTIME_WATCH_ROOT=true: every file under Root/Subdirectory whose
+//     goruntime key (its path under that directory, '/' made '.') starts
+//     with AppDirectory and '.': the files under Root/Subdirectory/
+//     AppDirectory, and also its siblings named AppDirectory.* (such as
+//     config.extra.yaml, or the files under config.old/). The directory
+//     AppDirectory must exist.
+//   - RUNTIME_WATCH_ROOT=false: every file under Root/Subdirectory/
+//     AppDirectory.
+//
+// Where TheirsLoadsNothing is not "", Read reads the files under Dir
+// instead, as in the second case: a runtime that loads no rule would
+// allow every request.
+//
+// The walk is [ReadDir]'s. Two files of one goruntime key (config/a.b.yaml
+// and config/a/b.yaml, or config.a.yaml beside config/a.yaml) are an
+// error naming both: goruntime keeps one of them and drops the other.
+func (r Runtime) Read() ([]File, error) {
+	if !r.WatchRoot || r.TheirsLoadsNothing() != "" {
+		return ReadDir(r.Dir(), r.IgnoreDotFiles)
+	}
+	if err := isDir(r.Dir()); err != nil {
+		return nil, err
+	}
+	prefix := r.AppDirectory + "."
+	return walk(filepath.Join(r.Root, r.Subdirectory), r.IgnoreDotFiles,
+		func(key string) bool {
+			key += "."
+			return strings.HasPrefix(key, prefix) || strings.HasPrefix(prefix, key)
+		},
+		func(key string) bool { return strings.HasPrefix(key, prefix) })
+}
+
 // ReadDir returns every file under dir, subdirectories included, in
 // lexical order of their paths, as lyft/goruntime's loader walks the
 // runtime directory for envoyproxy/ratelimit: whatever their names (not
@@ -16,34 +107,58 @@ import (
 // with ignoreDotFiles (RUNTIME_IGNOREDOTFILES) files and directories whose
 // names start with '.' are skipped, which is what keeps a Kubernetes
 // ConfigMap volume's "..2024_01_01_..." directory from being read twice.
-// Each File's Path is dir joined with the file's path under it.
+// dir itself is read whatever its name. Each File's Path is dir joined
+// with the file's path under it.
 //
 // Where goruntime logs a file it cannot read and loads the others,
 // ReadDir returns an error: a configuration missing a file is not loaded.
+// So are two files of one goruntime key (a.b.yaml and a/b.yaml), of
+// which goruntime loads one.
 func ReadDir(dir string, ignoreDotFiles bool) ([]File, error) {
+	if err := isDir(dir); err != nil {
+		return nil, err
+	}
+	all := func(string) bool { return true }
+	return walk(dir, ignoreDotFiles, all, all)
+}
+
+func isDir(dir string) error {
 	info, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
 	if !info.IsDir() {
-		return nil, fmt.Errorf("config: %s is not a directory", dir)
+		return fmt.Errorf("config: %s is not a directory", dir)
 	}
+	return nil
+}
+
+// walk reads the files under dir as ReadDir describes, entering the
+// directories whose goruntime key (the path under dir, '/' made '.')
+// enter accepts and reading the files whose key keep accepts.
+func walk(dir string, ignoreDotFiles bool, enter, keep func(key string) bool) ([]File, error) {
 	var files []File
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	byKey := map[string]string{} // goruntime key -> path
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
 		if path == dir {
 			return nil
 		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		key := strings.ReplaceAll(filepath.ToSlash(rel), "/", ".")
 		dot := ignoreDotFiles && strings.HasPrefix(d.Name(), ".")
 		if d.IsDir() {
-			if dot {
+			if dot || !enter(key) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if dot {
+		if dot || !keep(key) {
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
@@ -54,7 +169,11 @@ func ReadDir(dir string, ignoreDotFiles bool) ([]File, error) {
 		} else if !d.Type().IsRegular() {
 			return nil
 		}
-		data, err := os.ReadFile(path)
+		if first, ok := byKey[key]; ok {
+			return fmt.Errorf("config: %s and %s are one runtime key, %q, of which envoyproxy/ratelimit loads only one: rename one of them", first, path, key)
+		}
+		byKey[key] = path
+		data, err := readFile(path)
 		if err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
