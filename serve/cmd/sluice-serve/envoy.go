@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -96,8 +97,9 @@ type envoyReloader struct {
 func (r *envoyReloader) reload(on string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	dir := r.s.ConfigDir()
-	files, err := config.ReadDir(dir, r.s.RuntimeIgnoreDotFiles)
+	rt := runtimeOf(r.s)
+	dir := rt.Dir()
+	files, err := rt.Read()
 	if err != nil {
 		r.logger.Error("sluice-serve: the configuration directory cannot be read; the configuration in force is kept", "dir", dir, "on", on, "err", err)
 		return
@@ -111,7 +113,32 @@ func (r *envoyReloader) reload(on string) {
 		return // logged by the service, which keeps the configuration in force
 	}
 	r.health.configLoaded(r.svc.Loaded())
-	r.logger.Info("sluice-serve: reloaded", "dir", dir, "on", on, "files", len(files))
+	attrs := []any{"dir", dir, "on", on, "files", len(files)}
+	if beside := besideDir(dir, files); len(beside) > 0 {
+		attrs = append(attrs, "beside_dir", strings.Join(beside, ","))
+	}
+	r.logger.Info("sluice-serve: reloaded", attrs...)
+}
+
+// runtimeOf is the runtime directory the RUNTIME_* settings name.
+func runtimeOf(s settings.Settings) config.Runtime {
+	return config.Runtime{
+		Root: s.RuntimeRoot, Subdirectory: s.RuntimeSubdirectory, AppDirectory: s.RuntimeAppDirectory,
+		WatchRoot: s.RuntimeWatchRoot, IgnoreDotFiles: s.RuntimeIgnoreDotFiles,
+	}
+}
+
+// besideDir lists the files of the set that are not under dir: the app
+// directory's siblings (config.extra.yaml) that envoyproxy/ratelimit
+// loads with RUNTIME_WATCH_ROOT=true.
+func besideDir(dir string, files []config.File) []string {
+	var out []string
+	for _, f := range files {
+		if rel, err := filepath.Rel(dir, f.Path); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			out = append(out, f.Path)
+		}
+	}
+	return out
 }
 
 // readOverlay reads and parses the overlay file at path; "" is none.
@@ -144,10 +171,19 @@ func serveEnvoy(s settings.Settings, poll time.Duration, overlayPath string, log
 	if overlayPath != "" {
 		overlayWatch = newContentWatch(overlayPath)
 	}
-	dir := s.ConfigDir()
-	files, err := config.ReadDir(dir, s.RuntimeIgnoreDotFiles)
+	rt := runtimeOf(s)
+	dir := rt.Dir()
+	if why := rt.TheirsLoadsNothing(); why != "" {
+		// A deliberate difference: a service that loads no rule allows
+		// every request.
+		logger.Warn("sluice-serve: envoyproxy/ratelimit would load no configuration file from these RUNTIME_* settings, and allow every request; Sluice loads the configuration directory", "dir", dir, "why", why)
+	}
+	files, err := rt.Read()
 	if err != nil {
 		return fmt.Errorf("the configuration directory (RUNTIME_ROOT, RUNTIME_SUBDIRECTORY, RUNTIME_APPDIRECTORY): %w", err)
+	}
+	if beside := besideDir(dir, files); len(beside) > 0 {
+		logger.Warn("sluice-serve: loading files beside the configuration directory, named RUNTIME_APPDIRECTORY.*, as envoyproxy/ratelimit does with RUNTIME_WATCH_ROOT=true", "dir", dir, "files", strings.Join(beside, ","))
 	}
 	overlay, err := readOverlay(overlayPath)
 	if err != nil {
