@@ -21,6 +21,9 @@ import (
 //     Create and Chmod): the configuration directory itself, reloading when
 //     one of its entries is written, created (a rename into it included),
 //     removed or chmod-ed. Changes inside its subdirectories do not reload.
+//     An entry renamed out of the directory raises a Rename event, on
+//     which goruntime does not reload: runtimeWatch sees the entry gone
+//     and reloads (a deliberate difference: the file's rules go with it).
 //
 // runtimeWatch polls for the same changes, by comparing what Lstat says of
 // those entries between two calls of changed: it needs no inotify and no
@@ -110,12 +113,20 @@ func rootChanged(was, now entry) bool {
 }
 
 // entryChanged: a Create (a new inode under the name), Chmod or Write
-// event happened to an entry of the watched directory.
+// event happened to an entry of the watched directory. Of the Chmod
+// events (inotify's IN_ATTRIB) it sees those that change the mode or the
+// owner, which can change what loads; not a chmod to the mode the file
+// has, on which goruntime reloads the same files.
 func entryChanged(was, now entry) bool {
 	switch {
 	case !os.SameFile(was.info, now.info) || was.target != now.target:
 		return true
 	case was.info.Mode() != now.info.Mode():
+		return true
+	}
+	wasUID, wasGID, _ := owner(was.info)
+	nowUID, nowGID, _ := owner(now.info)
+	if wasUID != nowUID || wasGID != nowGID {
 		return true
 	}
 	return !now.info.IsDir() && written(was.info, now.info)

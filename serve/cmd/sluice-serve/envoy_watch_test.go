@@ -110,6 +110,17 @@ func TestWatchDirectoryReloadsOnEachEntryChange(t *testing.T) {
 		{"written in place", func() { writeFile(t, a, "domain: a2\n"); touchLater(t, a) }, true},
 		{"created", func() { writeFile(t, filepath.Join(dir, "b.yaml"), "domain: b\n") }, true},
 		{"chmod-ed", func() { require.NoError(t, os.Chmod(a, 0o600)) }, true},
+		// Their Chmod event also comes of a chmod to the mode a file has
+		// and of a chown: Sluice reloads when the mode or the owner
+		// changed, which can change what loads, and not otherwise.
+		{"chmod-ed to the mode it has", func() { require.NoError(t, os.Chmod(a, 0o600)) }, false},
+		{"chown-ed", func() { chownOther(t, a) }, true},
+		{"renamed out of the directory", func() {
+			// A deliberate difference: theirs sees a Rename event, which
+			// it does not reload on, and keeps the file's rules.
+			require.NoError(t, os.Rename(filepath.Join(dir, "b.yaml"), filepath.Join(filepath.Dir(dir), "b.moved")))
+		}, true},
+		{"created again", func() { writeFile(t, filepath.Join(dir, "b.yaml"), "domain: b\n") }, true},
 		{"removed", func() { require.NoError(t, os.Remove(filepath.Join(dir, "b.yaml"))) }, true},
 		{"renamed over", func() {
 			tmp := filepath.Join(filepath.Dir(dir), "a.new")
@@ -131,6 +142,18 @@ func TestWatchDirectoryReloadsOnEachEntryChange(t *testing.T) {
 		require.Equal(t, step.reload, w.changed(), step.name)
 		require.False(t, w.changed(), "%s: reloaded twice", step.name)
 	}
+}
+
+// chownOther gives path another group (root's tests) or skips the test.
+func chownOther(t *testing.T, path string) {
+	t.Helper()
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	uid, gid, ok := owner(info)
+	if !ok || os.Getuid() != 0 {
+		t.Skip("a chown to another group needs root on unix")
+	}
+	require.NoError(t, os.Chown(path, int(uid), int(gid+1)))
 }
 
 func TestPollRuntimeReloadsOnAChange(t *testing.T) {
