@@ -143,6 +143,44 @@ func (s *server) checkPorts() error {
 	return errors.Join(errs...)
 }
 
+// Prometheus's annotations of a pod, as its kubernetes-pods scrape
+// configuration reads them: scrape "true" to be scraped, on port (every
+// declared port when unset), at path (/metrics when unset).
+const (
+	scrapeAnnotation = "prometheus.io/scrape"
+	portAnnotation   = "prometheus.io/port"
+	pathAnnotation   = "prometheus.io/path"
+)
+
+// checkScrape: a pod annotated to be scraped serves metrics (USE_PROMETHEUS
+// on), and its port and path annotations are PROMETHEUS_ADDR's port and
+// PROMETHEUS_PATH, where sluice-serve serves them; a port or path
+// annotation is held to them even with no scrape annotation.
+func (s *server) checkScrape() error {
+	a := s.deployment.Spec.Template.Annotations
+	set := s.settings
+	if !set.PrometheusEnabled() {
+		if a[scrapeAnnotation] == "true" {
+			return fmt.Errorf("%s is true, but sluice-serve serves no metrics (USE_PROMETHEUS=true and no DISABLE_STATS=true serve them)", scrapeAnnotation)
+		}
+		return nil
+	}
+	var errs []error
+	_, port, _ := net.SplitHostPort(set.PrometheusAddr) // checked by listeners
+	switch p, ok := a[portAnnotation]; {
+	case ok && p != port:
+		errs = append(errs, fmt.Errorf("%s %q: the metrics are on PROMETHEUS_ADDR's port, %s", portAnnotation, p, port))
+	case !ok && a[scrapeAnnotation] == "true":
+		errs = append(errs, fmt.Errorf("%s is not set: Prometheus would scrape every port of the pod for metrics, which are on PROMETHEUS_ADDR's port, %s", portAnnotation, port))
+	}
+	if p, ok := a[pathAnnotation]; ok && p != set.PrometheusPath {
+		errs = append(errs, fmt.Errorf("%s %q: the metrics are at PROMETHEUS_PATH, %s", pathAnnotation, p, set.PrometheusPath))
+	} else if !ok && a[scrapeAnnotation] == "true" && set.PrometheusPath != "/metrics" {
+		errs = append(errs, fmt.Errorf("%s \"\" (Prometheus's /metrics): the metrics are at PROMETHEUS_PATH, %s", pathAnnotation, set.PrometheusPath))
+	}
+	return errors.Join(errs...)
+}
+
 func (s *server) listening() string {
 	var out []string
 	for p, what := range s.ports {

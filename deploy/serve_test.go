@@ -11,15 +11,16 @@ import (
 )
 
 // checkServe holds the sluice-serve Deployment of m to what the binary
-// reads and to the image: its environment, ports, probes, Services, Redis,
-// security, command, and the configuration it mounts (laid out in dir, an
-// empty directory, as the kubelet would).
+// reads and to the image: its environment, ports, Prometheus's scrape
+// annotations, probes, Services, Redis, security, command, and the
+// configuration it mounts (laid out in dir, an empty directory, as the
+// kubelet would).
 func checkServe(m manifests, img image, dir string) error {
 	s, err := readServer(m, "sluice-serve")
 	if err != nil {
 		return err
 	}
-	errs := []error{s.checkPorts(), s.checkProbes(), s.checkServices(m), s.checkRedis(m), s.checkSecurity(img), s.checkCommand(img)}
+	errs := []error{s.checkPorts(), s.checkScrape(), s.checkProbes(), s.checkServices(m), s.checkRedis(m), s.checkSecurity(img), s.checkCommand(img)}
 	files, err := s.configVolume(m)
 	errs = append(errs, err)
 	if files != nil {
@@ -54,6 +55,7 @@ func TestServeChecksRefuse(t *testing.T) {
 		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
 	}
 	config := func(m manifests, data map[string]string) { m.configMap("sluice-serve-config").Data = data }
+	annotations := func(m manifests) map[string]string { return m.deployment("sluice-serve").Spec.Template.Annotations }
 	for _, c := range []struct {
 		name   string
 		mutate func(manifests)
@@ -69,6 +71,16 @@ func TestServeChecksRefuse(t *testing.T) {
 		{"http elsewhere", func(m manifests) { setEnv(m, "PORT", "9000") }, "containerPort http 8080: sluice-serve listens on none such"},
 		{"grpc on loopback", func(m manifests) { setEnv(m, "GRPC_HOST", "127.0.0.1") }, "listens on 127.0.0.1 only"},
 		{"metrics off", func(m manifests) { setEnv(m, "USE_PROMETHEUS", "false") }, "containerPort metrics 9090"},
+		{"scrape port", func(m manifests) { annotations(m)["prometheus.io/port"] = "8080" }, `prometheus.io/port "8080": the metrics are on PROMETHEUS_ADDR's port, 9090`},
+		{"no scrape port", func(m manifests) { delete(annotations(m), "prometheus.io/port") }, "prometheus.io/port is not set"},
+		{"metrics moved", func(m manifests) { setEnv(m, "PROMETHEUS_ADDR", ":9102") }, `prometheus.io/port "9090": the metrics are on PROMETHEUS_ADDR's port, 9102`},
+		{"scrape path", func(m manifests) { annotations(m)["prometheus.io/path"] = "/stats/prometheus" }, `prometheus.io/path "/stats/prometheus": the metrics are at PROMETHEUS_PATH, /metrics`},
+		{"metrics path moved", func(m manifests) { setEnv(m, "PROMETHEUS_PATH", "/stats/prometheus") }, `prometheus.io/path "/metrics": the metrics are at PROMETHEUS_PATH, /stats/prometheus`},
+		{"default scrape path", func(m manifests) {
+			delete(annotations(m), "prometheus.io/path")
+			setEnv(m, "PROMETHEUS_PATH", "/stats/prometheus")
+		}, `prometheus.io/path "" (Prometheus's /metrics): the metrics are at PROMETHEUS_PATH, /stats/prometheus`},
+		{"scraped with no metrics", func(m manifests) { setEnv(m, "USE_PROMETHEUS", "false") }, "prometheus.io/scrape is true, but sluice-serve serves no metrics"},
 		{"probe path", func(m manifests) { container(m).ReadinessProbe.HTTPGet.Path = "/healthz" }, "readinessProbe: GET /healthz"},
 		{"probe port", func(m manifests) { container(m).StartupProbe.HTTPGet.Port = intstr.FromString("metrics") }, "startupProbe: GET /healthcheck on port metrics"},
 		{"grpc probe port", func(m manifests) { container(m).LivenessProbe.GRPC.Port = 8080 }, "livenessProbe: gRPC health on 8080"},
