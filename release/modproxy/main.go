@@ -13,8 +13,12 @@
 // must agree; -version checks it). The files are those git tracks or
 // would track (git ls-files --cached --others --exclude-standard), as
 // they are in the working tree. A module with a replace directive is
-// refused: go install pkg@version refuses it too. modproxy prints the
-// version on standard output.
+// refused: go install pkg@version refuses it too. So is a go.work at the
+// root whose replace directives map the modules to their directories at
+// another version than the one required (a release's version bump done in
+// the go.mod files only): the workspace would then look for the new
+// version in a module proxy, and fail. modproxy prints the version on
+// standard output.
 package main
 
 import (
@@ -71,6 +75,9 @@ func writeProxy(repo, out, version string) (string, error) {
 	}
 	version, err = releaseVersion(mods, version)
 	if err != nil {
+		return "", err
+	}
+	if err := checkWorkspace(repo, mods, version); err != nil {
 		return "", err
 	}
 	staging, err := os.MkdirTemp("", "modproxy-")
@@ -174,6 +181,63 @@ func releaseVersion(mods []*mod, want string) (string, error) {
 		return "", fmt.Errorf("version %q is not a semantic version", version)
 	}
 	return version, nil
+}
+
+// checkWorkspace holds the go.work at the root of repo, if there is one,
+// to the release version: each module of the repository that another
+// requires is replaced there, at that version (or at every version), by
+// its own directory, and no replace names a module of the repository at
+// another version. A module of the workspace is built from its directory
+// all the same, but the go command reads the go.mod of the version required
+// of it, which is not published before the release: only such a replace
+// keeps it from asking a module proxy.
+func checkWorkspace(repo string, mods []*mod, version string) error {
+	name := filepath.Join(repo, "go.work")
+	data, err := os.ReadFile(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	work, err := modfile.ParseWork(name, data, nil)
+	if err != nil {
+		return err
+	}
+	dirs := map[string]string{}
+	for _, m := range mods {
+		dirs[m.path] = m.dir
+	}
+	var errs []error
+	replaced, reported := map[string]bool{}, map[string]bool{}
+	for _, r := range work.Replace {
+		dir, ok := dirs[r.Old.Path]
+		if !ok {
+			continue
+		}
+		if r.Old.Version != "" && r.Old.Version != version {
+			errs = append(errs, fmt.Errorf("go.work replaces %s %s, but the modules require it at %s: bump go.work's replace directives with the go.mod files (docs/releasing.md)",
+				r.Old.Path, r.Old.Version, version))
+			reported[r.Old.Path] = true
+			continue
+		}
+		if r.New.Version != "" || filepath.Clean(r.New.Path) != dir {
+			errs = append(errs, fmt.Errorf("go.work replaces %s with %s, not with its directory %s", r.Old.Path, r.New, "./"+strings.TrimPrefix(filepath.ToSlash(dir), ".")))
+			reported[r.Old.Path] = true
+			continue
+		}
+		replaced[r.Old.Path] = true
+	}
+	for _, m := range mods {
+		for _, r := range m.file.Require {
+			if _, ok := dirs[r.Mod.Path]; ok && !replaced[r.Mod.Path] && !reported[r.Mod.Path] {
+				reported[r.Mod.Path] = true
+				errs = append(errs, fmt.Errorf("go.work does not replace %s %s (required by %s) with its directory: the workspace would look for that version in a module proxy",
+					r.Mod.Path, version, m.path))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func siblingsDone(m *mod, mods []*mod, done map[string]*mod) bool {
