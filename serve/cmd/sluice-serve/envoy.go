@@ -39,7 +39,9 @@ const envoyPollEnv = "SLUICE_SERVE_RUNTIME_POLL"
 // algorithm and decorators for rules of the configuration, by rule name or
 // stat key, while the configuration's YAML stays envoyproxy/ratelimit's.
 // It is read at start and at every reload, and a change of its content
-// reloads (within the poll interval).
+// reloads (within the poll interval). A file that does not parse refuses
+// the reload; one that cannot be read (deleted) once the service runs
+// keeps the overlay in force, with which the configuration still reloads.
 const overlayEnv = "SLUICE_OVERLAY"
 
 // runEnvoy is sluice-serve started with no arguments: envoyproxy/ratelimit's
@@ -105,11 +107,21 @@ func (r *envoyReloader) reload(on string) {
 		return
 	}
 	overlay, err := readOverlay(r.overlay)
-	if err != nil {
+	var unreadable *overlayReadError
+	switch {
+	case errors.As(err, &unreadable):
+		// Deleted, say: no instruction to drop the overlay (that is an
+		// overlay of "rules: {}"), and no reason to stop loading the
+		// configuration until the file is back.
+		r.logger.Error("sluice-serve: the overlay file cannot be read; the overlay in force is kept, and the configuration reloads with it", "on", on, "err", err)
+		err = r.svc.Reload(files)
+	case err != nil:
 		r.logger.Error("sluice-serve: the overlay is refused; the configuration in force is kept", "on", on, "err", err)
 		return
+	default:
+		err = r.svc.ReloadOverlay(files, overlay)
 	}
-	if err := r.svc.ReloadOverlay(files, overlay); err != nil {
+	if err != nil {
 		return // logged by the service, which keeps the configuration in force
 	}
 	r.health.configLoaded(r.svc.Loaded())
@@ -141,14 +153,21 @@ func besideDir(dir string, files []config.File) []string {
 	return out
 }
 
-// readOverlay reads and parses the overlay file at path; "" is none.
+// overlayReadError: the overlay file could not be read.
+type overlayReadError struct{ err error }
+
+func (e *overlayReadError) Error() string { return overlayEnv + ": " + e.err.Error() }
+func (e *overlayReadError) Unwrap() error { return e.err }
+
+// readOverlay reads and parses the overlay file at path; "" is none. A
+// file it cannot read is an *overlayReadError.
 func readOverlay(path string) (map[string]stack.Spec, error) {
 	if path == "" {
 		return nil, nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", overlayEnv, err)
+		return nil, &overlayReadError{err}
 	}
 	overlay, err := envoyratelimit.ParseOverlay(data)
 	if err != nil {
@@ -167,9 +186,9 @@ func serveEnvoy(s settings.Settings, poll time.Duration, overlayPath string, log
 	// The watches look before the first load, so that a change made
 	// while it loads (or before the listeners are announced) reloads.
 	runtimeWatch := newRuntimeWatch(s)
-	var overlayWatch *contentWatch
+	var overlayWatch *overlayWatch
 	if overlayPath != "" {
-		overlayWatch = newContentWatch(overlayPath)
+		overlayWatch = newOverlayWatch(overlayPath)
 	}
 	rt := runtimeOf(s)
 	dir := rt.Dir()

@@ -29,3 +29,31 @@ func (w *contentWatch) changed() bool {
 	w.last = now
 	return true
 }
+
+// overlayWatch is the overlay file's contentWatch, which also reports the
+// file becoming unreadable (deleted, say), once, so that the reload it
+// causes logs that the overlay in force is kept. The file back with the
+// content last seen is no change: that content is in force.
+type overlayWatch struct {
+	contentWatch
+	unreadable bool
+}
+
+func newOverlayWatch(path string) *overlayWatch {
+	return &overlayWatch{contentWatch: *newContentWatch(path)}
+}
+
+func (w *overlayWatch) changed() bool {
+	now, err := os.ReadFile(w.path)
+	if err != nil {
+		was := w.unreadable
+		w.unreadable = true
+		return !was
+	}
+	w.unreadable = false
+	if bytes.Equal(now, w.last) {
+		return false
+	}
+	w.last = now
+	return true
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,8 +41,17 @@ func TestEnvoyModeOverlay(t *testing.T) {
 	require.Equal(t, "OK,OK,OK,OVER_LIMIT", codes, "a token bucket of burst 3, where the fixed window of 2 would deny the third")
 	require.Equal(t, uint32(2), limit, "current_limit as configured")
 
+	overlayReloads := func() (n int) {
+		for _, line := range strings.Split(p.logs(), "\n") {
+			if strings.Contains(line, `msg="sluice-serve: reloaded"`) && strings.Contains(line, `on="overlay change"`) {
+				n++
+			}
+		}
+		return n
+	}
+	n := overlayReloads() // the deletion's
 	writeFile(t, overlay, "rules:\n  edge.user:\n    algorithm: gcra\n    burst: 5\n")
-	require.Eventually(t, reloadedOn(p, `"overlay change"`), 20*time.Second, 10*time.Millisecond, p.logs())
+	require.Eventually(t, func() bool { return overlayReloads() > n }, 20*time.Second, 10*time.Millisecond, p.logs())
 	codes, _ = admitted(t, p, "u2", 6)
 	require.Equal(t, "OK,OK,OK,OK,OK,OVER_LIMIT", codes, "GCRA of burst 5 after the overlay changed")
 
@@ -85,4 +95,46 @@ func TestEnvoyModeRefusesABadOverlay(t *testing.T) {
 			require.Contains(t, p.logs(), c.want)
 		})
 	}
+}
+
+// TestEnvoyModeKeepsTheOverlayWhenItsFileGoes: an overlay file deleted
+// after the start does not block the configuration's reloads: the overlay
+// in force is kept and taken with each new set (logged once per reload,
+// the deletion's own included), until the file is back, when its content
+// reloads.
+func TestEnvoyModeKeepsTheOverlayWhenItsFileGoes(t *testing.T) {
+	base, env := runtimeEnv(t, limits(2))
+	overlay := filepath.Join(t.TempDir(), "overlay.yaml")
+	writeFile(t, overlay, "rules:\n  edge.user:\n    algorithm: tokenbucket\n    burst: 3\n")
+	p := startEnvoy(t, append(env, overlayEnv+"="+overlay)...)
+	const kept = "the overlay file cannot be read; the overlay in force is kept"
+
+	require.NoError(t, os.Remove(overlay))
+	require.Eventually(t, func() bool { return strings.Count(p.logs(), kept) == 1 }, 20*time.Second, 10*time.Millisecond, p.logs())
+
+	swapRoot(t, filepath.Join(base, "current"), runtimeVersion(t, base, "v2", limits(5)))
+	require.Eventually(t, reloadedOn(p, `"runtime change"`), 20*time.Second, 10*time.Millisecond, p.logs())
+	codes, limit := admitted(t, p, "u1", 4)
+	require.Equal(t, "OK,OK,OK,OVER_LIMIT", codes, "the token bucket of burst 3 kept, where the new fixed window of 5 would admit 4")
+	require.Equal(t, uint32(5), limit, "the new configuration loaded")
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	require.Eventually(t, reloadedOn(p, "SIGHUP"), 20*time.Second, 10*time.Millisecond, p.logs())
+	require.Eventually(t, func() bool { return strings.Count(p.logs(), kept) == 3 }, 20*time.Second, 10*time.Millisecond, p.logs())
+	require.NotContains(t, p.logs(), "the overlay is refused")
+
+	overlayReloads := func() (n int) {
+		for _, line := range strings.Split(p.logs(), "\n") {
+			if strings.Contains(line, `msg="sluice-serve: reloaded"`) && strings.Contains(line, `on="overlay change"`) {
+				n++
+			}
+		}
+		return n
+	}
+	n := overlayReloads() // the deletion's
+	writeFile(t, overlay, "rules:\n  edge.user:\n    algorithm: gcra\n    burst: 5\n")
+	require.Eventually(t, func() bool { return overlayReloads() > n }, 20*time.Second, 10*time.Millisecond, p.logs())
+	codes, _ = admitted(t, p, "u2", 6)
+	require.Equal(t, "OK,OK,OK,OK,OK,OVER_LIMIT", codes, "GCRA of burst 5 once the file is back")
+	require.Equal(t, 3, strings.Count(p.logs(), kept), "one line per reload while the file was missing")
 }
