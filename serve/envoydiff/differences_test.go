@@ -28,6 +28,7 @@ func TestDeliberateDifferences(t *testing.T) {
 	t.Run("MixedUpgradeCountsTwice", testMixedUpgradeCountsTwice)
 	t.Run("ShadowModeOverLimitIsNotCharged", testShadowModeOverLimitIsNotCharged)
 	t.Run("RepeatedDenialsAreCountedAsDecided", testRepeatedDenialsAreCountedAsDecided)
+	t.Run("AnOverrideOfUnitUnknown", testAnOverrideOfUnitUnknown)
 }
 
 // testBadConfigurationAtStart: with files that do not load, theirs starts,
@@ -208,5 +209,30 @@ func testRepeatedDenialsAreCountedAsDecided(t *testing.T) {
 	}
 	if got, want := sums(p.ours), "total_hits 11, within_limit 5, near_limit 4, over_limit 3"; got != want {
 		t.Fatalf("sluice-serve counted %s; want %s (each denial of 2 on an uncharged counter of 5: 1 over, 1 near)", got, want)
+	}
+}
+
+// testAnOverrideOfUnitUnknown: a per-request override whose unit is
+// UNKNOWN makes theirs panic ("should not get here", re-raised past its
+// recover) and, over gRPC, which recovers nothing, the whole process dies:
+// one request stops the service for every caller. sluice-serve answers
+// that call gRPC Unknown and goes on serving.
+func testAnOverrideOfUnitUnknown(t *testing.T) {
+	awaitWindow(t, 2*time.Minute)
+	p := startPair(t, pairConfig{files: map[string]string{"main.yaml": mainConfig}})
+	bad := buildRequest("diff", withLimit(desc("user", "unknown-unit"), 5, typev3.RateLimitUnit_UNKNOWN))
+	if r := p.theirs.send(t, overGRPC, bad); r.code == int(codes.OK) {
+		t.Fatalf("theirs answered an override of unit UNKNOWN: %s", codesOf(r))
+	}
+	if code := p.theirs.wait(t); code == 0 {
+		t.Fatalf("theirs exited 0 after an override of unit UNKNOWN; the case expects its panic's exit")
+	}
+	r := p.ours.send(t, overGRPC, bad)
+	if r.code != int(codes.Unknown) || !strings.Contains(r.body, "UNKNOWN") {
+		t.Fatalf("sluice-serve answered %d %q; want gRPC Unknown naming the unit", r.code, r.body)
+	}
+	requireCodes(t, p.ours.send(t, overGRPC, buildRequest("diff", desc("user", "after"))), "OK [OK 2]")
+	if why := p.ours.probe(); why != "" {
+		t.Fatalf("sluice-serve unhealthy after the call: %s", why)
 	}
 }
