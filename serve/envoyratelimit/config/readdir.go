@@ -26,14 +26,16 @@ func (r Runtime) Dir() string {
 	return filepath.Join(r.Root, r.Subdirectory, r.AppDirectory)
 }
 
-// TheirsLoadsNothing returns why envoyproxy/ratelimit would load no file
-// of this runtime at all, whatever its directories hold (and so answer
-// every request OK), or "" when it loads its set (see [Runtime.Read]).
-// Its provider (src/provider/file_provider.go) builds a goruntime loader
-// on Root and Subdirectory with RUNTIME_WATCH_ROOT, on Root/Subdirectory
-// and AppDirectory without: goruntime's New2 makes a loader that loads
-// nothing when either is empty, and its walk skips its own root when
-// that is a dot directory under RUNTIME_IGNOREDOTFILES.
+// TheirsLoadsNothing returns why envoyproxy/ratelimit would load none of
+// the configuration directory's files (and, but for a sibling
+// AppDirectory.* file, answer every request OK), or "" when it loads its
+// set (see [Runtime.Read]). Its provider (src/provider/file_provider.go)
+// builds a goruntime loader on Root and Subdirectory with
+// RUNTIME_WATCH_ROOT, on Root/Subdirectory and AppDirectory without:
+// goruntime's New2 makes a loader that loads nothing when either is
+// empty, and its walk skips its own root when that is a dot directory
+// under RUNTIME_IGNOREDOTFILES, and does not follow a symbolic link to a
+// directory (it fails to read it as a file), its root included.
 func (r Runtime) TheirsLoadsNothing() string {
 	base, leaf, leafName := r.Root, r.Subdirectory, "RUNTIME_SUBDIRECTORY"
 	if !r.WatchRoot {
@@ -47,11 +49,18 @@ func (r Runtime) TheirsLoadsNothing() string {
 	case leaf == "":
 		return leafName + " is empty: goruntime makes a loader that loads nothing"
 	}
-	if walkRoot := filepath.Join(base, leaf); r.IgnoreDotFiles && strings.HasPrefix(filepath.Base(walkRoot), ".") {
+	walkRoot := filepath.Join(base, leaf)
+	if r.IgnoreDotFiles && strings.HasPrefix(filepath.Base(walkRoot), ".") {
 		return "with RUNTIME_IGNOREDOTFILES=true, goruntime skips the directory it walks, " + walkRoot + ", for its name starts with '.'"
+	}
+	if isLinkToDir(walkRoot) {
+		return "the directory goruntime walks, " + walkRoot + ", is a symbolic link, which its walk does not follow"
 	}
 	if !r.WatchRoot {
 		return ""
+	}
+	if isLinkToDir(r.Dir()) {
+		return "the configuration directory is a symbolic link, which goruntime's walk does not follow"
 	}
 	switch {
 	case r.AppDirectory == "":
@@ -107,8 +116,9 @@ func (r Runtime) Read() ([]File, error) {
 // with ignoreDotFiles (RUNTIME_IGNOREDOTFILES) files and directories whose
 // names start with '.' are skipped, which is what keeps a Kubernetes
 // ConfigMap volume's "..2024_01_01_..." directory from being read twice.
-// dir itself is read whatever its name. Each File's Path is dir joined
-// with the file's path under it.
+// dir itself is read whatever its name, and followed when it is a
+// symbolic link (goruntime would read nothing). Each File's Path is dir
+// joined with the file's path under it.
 //
 // Where goruntime logs a file it cannot read and loads the others,
 // ReadDir returns an error: a configuration missing a file is not loaded.
@@ -120,6 +130,15 @@ func ReadDir(dir string, ignoreDotFiles bool) ([]File, error) {
 	}
 	all := func(string) bool { return true }
 	return walk(dir, ignoreDotFiles, all, all)
+}
+
+func isLinkToDir(path string) bool {
+	info, err := os.Lstat(path)
+	if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+		return false
+	}
+	target, err := os.Stat(path)
+	return err == nil && target.IsDir()
 }
 
 func isDir(dir string) error {
@@ -137,19 +156,28 @@ func isDir(dir string) error {
 // directories whose goruntime key (the path under dir, '/' made '.')
 // enter accepts and reading the files whose key keep accepts.
 func walk(dir string, ignoreDotFiles bool, enter, keep func(key string) bool) ([]File, error) {
+	root := dir
+	if isLinkToDir(dir) {
+		target, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		root = target
+	}
 	var files []File
 	byKey := map[string]string{} // goruntime key -> path
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(walked string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
-		if path == dir {
+		if walked == root {
 			return nil
 		}
-		rel, err := filepath.Rel(dir, path)
+		rel, err := filepath.Rel(root, walked)
 		if err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
+		path := filepath.Join(dir, rel)
 		key := strings.ReplaceAll(filepath.ToSlash(rel), "/", ".")
 		dot := ignoreDotFiles && strings.HasPrefix(d.Name(), ".")
 		if d.IsDir() {

@@ -91,7 +91,8 @@ func TestRuntimeReadsTheirSet(t *testing.T) {
 // a nil loader; a dot directory as the walk's root under
 // RUNTIME_IGNOREDOTFILES; ...), and so allow every request, Sluice says
 // why and reads the app directory, RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/
-// RUNTIME_APPDIRECTORY.
+// RUNTIME_APPDIRECTORY, following it when it is a symbolic link (which
+// goruntime's walk does not follow: it fails to read it as a file).
 func TestRuntimeWhereTheirsLoadsNothing(t *testing.T) {
 	base := tree(t, map[string]string{
 		"config/a.yaml":      "domain: a",
@@ -101,7 +102,13 @@ func TestRuntimeWhereTheirsLoadsNothing(t *testing.T) {
 		"rl/.cfg/.hidden":    "x",
 		"rl/a/b/d.yaml":      "domain: d",
 		"rl/.cfg.extra.yaml": "domain: e",
+		"elsewhere/f.yaml":   "domain: f",
 	})
+	for link, target := range map[string]string{"rl/linked": "../elsewhere", "linked": "rl"} {
+		if err := os.Symlink(target, filepath.Join(base, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []struct {
 		name string
 		rt   Runtime
@@ -120,6 +127,12 @@ func TestRuntimeWhereTheirsLoadsNothing(t *testing.T) {
 			"holds a '/'", []string{"rl/a/b/d.yaml"}},
 		{"no app directory, watching it", Runtime{Root: base, Subdirectory: "rl"},
 			"RUNTIME_APPDIRECTORY is empty", nil},
+		{"a linked app directory", Runtime{Root: base, Subdirectory: "rl", AppDirectory: "linked", WatchRoot: true},
+			"the configuration directory is a symbolic link", []string{"rl/linked/f.yaml"}},
+		{"a linked app directory, watching it", Runtime{Root: base, Subdirectory: "rl", AppDirectory: "linked"},
+			"is a symbolic link", []string{"rl/linked/f.yaml"}},
+		{"a linked subdirectory", Runtime{Root: base, Subdirectory: "linked", AppDirectory: ".cfg", WatchRoot: true},
+			"is a symbolic link", []string{"linked/.cfg/.hidden", "linked/.cfg/c.yaml"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if why := c.rt.TheirsLoadsNothing(); !strings.Contains(why, c.why) {
