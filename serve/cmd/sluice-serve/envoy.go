@@ -101,6 +101,7 @@ func (r *envoyReloader) reload(on string) {
 	defer r.mu.Unlock()
 	rt := runtimeOf(r.s)
 	dir := rt.Dir()
+	warnTheirsLoadsNothing(r.logger, rt)
 	files, err := rt.Read()
 	if err != nil {
 		r.logger.Error("sluice-serve: the configuration directory cannot be read; the configuration in force is kept", "dir", dir, "on", on, "err", err)
@@ -130,6 +131,17 @@ func (r *envoyReloader) reload(on string) {
 		attrs = append(attrs, "beside_dir", strings.Join(beside, ","))
 	}
 	r.logger.Info("sluice-serve: reloaded", attrs...)
+}
+
+// warnTheirsLoadsNothing logs, at each load, where envoyproxy/ratelimit
+// would load none of the configuration directory's files, which Sluice
+// loads: a deliberate difference, for a service that loads no rule allows
+// every request.
+func warnTheirsLoadsNothing(logger *slog.Logger, rt config.Runtime) {
+	if why := rt.TheirsLoadsNothing(); why != "" {
+		logger.Warn("sluice-serve: envoyproxy/ratelimit would load none of the configuration directory's files here, and allow the requests they limit; Sluice loads them",
+			"dir", rt.Dir(), "why", why)
+	}
 }
 
 // runtimeOf is the runtime directory the RUNTIME_* settings name.
@@ -192,11 +204,7 @@ func serveEnvoy(s settings.Settings, poll time.Duration, overlayPath string, log
 	}
 	rt := runtimeOf(s)
 	dir := rt.Dir()
-	if why := rt.TheirsLoadsNothing(); why != "" {
-		// A deliberate difference: a service that loads no rule allows
-		// every request.
-		logger.Warn("sluice-serve: envoyproxy/ratelimit would load no configuration file from these RUNTIME_* settings, and allow every request; Sluice loads the configuration directory", "dir", dir, "why", why)
-	}
+	warnTheirsLoadsNothing(logger, rt)
 	files, err := rt.Read()
 	if err != nil {
 		return fmt.Errorf("the configuration directory (RUNTIME_ROOT, RUNTIME_SUBDIRECTORY, RUNTIME_APPDIRECTORY): %w", err)

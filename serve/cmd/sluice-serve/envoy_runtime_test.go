@@ -49,11 +49,30 @@ func TestEnvoyModeWithoutASubdirectory(t *testing.T) {
 	base := t.TempDir()
 	writeFile(t, filepath.Join(base, "config", "limits.yaml"), limits(2))
 	p := startEnvoy(t, "RUNTIME_ROOT="+base)
-	require.Contains(t, p.logs(), "envoyproxy/ratelimit would load no configuration file")
+	require.Contains(t, p.logs(), "envoyproxy/ratelimit would load none of the configuration directory's files here")
 	require.Contains(t, p.logs(), "RUNTIME_SUBDIRECTORY is empty")
 	codes, limit := admitted(t, p, "u1", 3)
 	require.Equal(t, "OK,OK,OVER_LIMIT", codes)
 	require.Equal(t, uint32(2), limit)
+}
+
+// TestEnvoyModeFollowsALinkedConfigDirectory: a configuration directory
+// that is a symbolic link to a directory: goruntime's walk does not
+// follow it (it fails to read it as a file), so envoyproxy/ratelimit
+// loads none of its files; sluice-serve loads them, and says so.
+func TestEnvoyModeFollowsALinkedConfigDirectory(t *testing.T) {
+	base := t.TempDir()
+	writeFile(t, filepath.Join(base, "mounted", "limits.yaml"), limits(2))
+	require.NoError(t, os.MkdirAll(filepath.Join(base, "root", "ratelimit"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(base, "mounted"), filepath.Join(base, "root", "ratelimit", "config")))
+	for _, watchRoot := range []string{"true", "false"} {
+		p := startEnvoy(t, "RUNTIME_ROOT="+filepath.Join(base, "root"), "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT="+watchRoot)
+		require.Contains(t, p.logs(), "is a symbolic link", "RUNTIME_WATCH_ROOT=%s", watchRoot)
+		codes, _ := admitted(t, p, "u1", 3)
+		require.Equal(t, "OK,OK,OVER_LIMIT", codes, "RUNTIME_WATCH_ROOT=%s", watchRoot)
+		require.NoError(t, p.cmd.Process.Kill())
+		<-p.exited
+	}
 }
 
 // TestEnvoyModeKeepsTheSetWhenItsDirectoryGoes: RUNTIME_ROOT swapped to
