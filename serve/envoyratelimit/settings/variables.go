@@ -150,7 +150,7 @@ var serverVariables = []Variable{
 		Note:  "unset with RUNTIME_WATCH_ROOT=true: Sluice loads RUNTIME_ROOT/RUNTIME_APPDIRECTORY and logs that theirs loads nothing (goruntime's nil loader) and allows every request",
 		parse: str(func(s *Settings) *string { return &s.RuntimeSubdirectory })},
 	{Name: "RUNTIME_APPDIRECTORY", Default: "config", Supported: Honoured,
-		Note:  "with RUNTIME_WATCH_ROOT=true its siblings named RUNTIME_APPDIRECTORY.* load too, as in theirs (logged)",
+		Note:  "with RUNTIME_WATCH_ROOT=true its siblings named RUNTIME_APPDIRECTORY.* load too, as in theirs (logged); a symbolic link to a directory is followed (theirs loads none of its files; logged)",
 		parse: str(func(s *Settings) *string { return &s.RuntimeAppDirectory })},
 	{Name: "RUNTIME_IGNOREDOTFILES", Default: "false", Supported: Honoured,
 		Note:  "a directory named by RUNTIME_* with a leading dot is read all the same (theirs skips it and loads nothing)",
