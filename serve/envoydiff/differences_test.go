@@ -29,6 +29,8 @@ func TestDeliberateDifferences(t *testing.T) {
 	t.Run("ShadowModeOverLimitIsNotCharged", testShadowModeOverLimitIsNotCharged)
 	t.Run("RepeatedDenialsAreCountedAsDecided", testRepeatedDenialsAreCountedAsDecided)
 	t.Run("AnOverrideOfUnitUnknown", testAnOverrideOfUnitUnknown)
+	t.Run("SubdirectoryUnset", testSubdirectoryUnset)
+	t.Run("KeyGivenTwice", testKeyGivenTwice)
 }
 
 // testBadConfigurationAtStart: with files that do not load, theirs starts,
@@ -234,5 +236,48 @@ func testAnOverrideOfUnitUnknown(t *testing.T) {
 	requireCodes(t, p.ours.send(t, overGRPC, buildRequest("diff", desc("user", "after"))), "OK [OK 2]")
 	if why := p.ours.probe(); why != "" {
 		t.Fatalf("sluice-serve unhealthy after the call: %s", why)
+	}
+}
+
+// testSubdirectoryUnset: with RUNTIME_SUBDIRECTORY unset, goruntime makes
+// theirs a loader that loads nothing, so every request is allowed with no
+// limit; sluice-serve loads $RUNTIME_ROOT/$RUNTIME_APPDIRECTORY, enforces
+// it and warns that theirs would not.
+func testSubdirectoryUnset(t *testing.T) {
+	awaitWindow(t, 2*time.Minute)
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, appDirectory), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, appDirectory, "main.yaml"), []byte(mainConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startPair(t, pairConfig{env: map[string]string{"RUNTIME_ROOT": root, "RUNTIME_SUBDIRECTORY": ""}})
+	req := buildRequest("diff", desc("user", "nosubdir"))
+	for range 4 {
+		requireCodes(t, p.theirs.send(t, overGRPC, req), "OK [OK 0]")
+	}
+	for _, want := range []string{"OK [OK 2]", "OK [OK 1]", "OK [OK 0]", "OVER_LIMIT [OVER_LIMIT 0]"} {
+		if got := codesOf(p.ours.send(t, overGRPC, req)); got != want {
+			t.Fatalf("sluice-serve answered %s, want %s: it loads the app directory under RUNTIME_ROOT", got, want)
+		}
+	}
+	if out := p.ours.output(); !strings.Contains(out, "RUNTIME_SUBDIRECTORY is empty") {
+		t.Fatalf("sluice-serve did not warn that theirs loads nothing here:\n%s", out)
+	}
+}
+
+// testKeyGivenTwice: a YAML mapping that gives rate_limit twice loads in
+// theirs (the two merged, the last value of each field winning, only the
+// last one's keys validated); sluice-serve refuses to start, naming the
+// key and both lines.
+func testKeyGivenTwice(t *testing.T) {
+	const twice = "domain: twice\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 3}\n    rate_limit: {requests_per_unit: 5}\n"
+	p := startPair(t, pairConfig{files: map[string]string{"twice.yaml": twice}, noWait: true})
+	p.theirs.ready(t)
+	requireCodes(t, p.theirs.send(t, overGRPC, buildRequest("twice", desc("user", "a"))), "OK [OK 4]")
+	code := p.ours.wait(t)
+	if out := p.ours.output(); code == 0 || !strings.Contains(out, "twice.yaml") || !strings.Contains(out, "given twice") {
+		t.Fatalf("sluice-serve exited %d; it should refuse to start, naming the file and the key given twice:\n%s", code, out)
 	}
 }
