@@ -697,6 +697,9 @@ func parse(data []byte) (yamlRoot, error) {
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return yamlRoot{}, nil
 	}
+	if n := expandedSize(doc.Content[0], map[*yaml.Node]int{}); n > maxExpandedNodes {
+		return yamlRoot{}, fmt.Errorf("error loading config file: yaml: document contains excessive aliasing (%d nodes once its aliases are expanded, at most %d)", n, maxExpandedNodes)
+	}
 	root := deref(doc.Content[0])
 	if root.Kind == yaml.MappingNode || root.Kind == yaml.ScalarNode {
 		if err := prepass(root); err != nil {
@@ -724,4 +727,33 @@ func parse(data []byte) (yamlRoot, error) {
 		return yamlRoot{}, c.ours
 	}
 	return r, nil
+}
+
+// maxExpandedNodes bounds a file's nodes once its aliases are expanded, as
+// the walks below expand them: a few lines of nested aliases (a "billion
+// laughs") would otherwise make a load take hours. yaml.v2, which
+// envoyproxy/ratelimit reads with, refuses such a file too ("excessive
+// aliasing"); no rate limit configuration comes near the bound.
+const maxExpandedNodes = 1_000_000
+
+// expandedSize counts n's nodes with every alias expanded, in time linear
+// in the document's own nodes (memo holds each node's count), saturating
+// above maxExpandedNodes.
+func expandedSize(n *yaml.Node, memo map[*yaml.Node]int) int {
+	if n == nil {
+		return 0
+	}
+	if v, ok := memo[n]; ok {
+		return v
+	}
+	memo[n] = maxExpandedNodes + 1 // a cycle of aliases counts as too many
+	size := 1
+	if n.Kind == yaml.AliasNode {
+		size = expandedSize(n.Alias, memo)
+	}
+	for _, c := range n.Content {
+		size = min(size+expandedSize(c, memo), maxExpandedNodes+1)
+	}
+	memo[n] = size
+	return size
 }
