@@ -14,12 +14,10 @@ import (
 	"github.com/sluicehq/sluice/store/goredisstore"
 )
 
-// TestOnRealRedis: the fixed window on a real redis-server (its clock):
-// ten of 10 per MINUTE within one window, the counter key carrying the
-// prefix and the domain, the descriptor's values as its hash tag. A
-// window boundary may fall between two calls, so the eleventh is checked
-// only when the answers came from one window.
-func TestOnRealRedis(t *testing.T) {
+// onRedis starts a throwaway redis-server and returns it, a go-redis
+// client of it and a store on that client.
+func onRedis(t *testing.T) (*redistest.RedisServer, *redis.Client, *goredisstore.Store) {
+	t.Helper()
 	server := redistest.StartRedis(t)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr()})
 	t.Cleanup(func() { _ = client.Close() })
@@ -27,6 +25,16 @@ func TestOnRealRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return server, client, store
+}
+
+// TestOnRealRedis: the fixed window on a real redis-server (its clock):
+// ten of 10 per MINUTE within one window, the counter key carrying the
+// prefix and the domain, the descriptor's values as its hash tag. A
+// window boundary may fall between two calls, so the eleventh is checked
+// only when the answers came from one window.
+func TestOnRealRedis(t *testing.T) {
+	server, client, store := onRedis(t)
 	svc, err := New(apiFiles(t), store, Options{CacheKeyPrefix: "pfx_"})
 	if err != nil {
 		t.Fatal(err)
@@ -84,13 +92,7 @@ func TestOnRealRedis(t *testing.T) {
 // the server's TIME: duration_until_reset is the time left in Redis's
 // minute, not in the service clock's.
 func TestTheWindowIsRedisTime(t *testing.T) {
-	server := redistest.StartRedis(t)
-	client := redis.NewClient(&redis.Options{Addr: server.Addr()})
-	t.Cleanup(func() { _ = client.Close() })
-	store, err := goredisstore.New(client)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, client, store := onRedis(t)
 	ctx := context.Background()
 	left := func(now time.Time) int64 { return 60 - now.Unix()%60 }
 	for attempt := 0; ; attempt++ {
