@@ -98,9 +98,8 @@ descriptors:
       - key: b
         rate_limit: {unit: minute, requests_per_unit: 2}
 `, Options{})
-	for i, want := range []uint32{9, 8, 7} {
+	for _, want := range []uint32{9, 8, 7} {
 		checkStatus(t, "a.b", f.call(t, req("e", d("a.b", "x"))).GetStatuses()[0], dstatus{ok, 10, minute, want, 50})
-		_ = i
 	}
 	checkStatus(t, "a, b", f.call(t, req("e", d("a", "v", "b", "x"))).GetStatuses()[0], dstatus{ok, 2, minute, 1, 50})
 	checkStatus(t, "a, b", f.call(t, req("e", d("a", "v", "b", "x"))).GetStatuses()[0], dstatus{ok, 2, minute, 0, 50})
@@ -110,8 +109,8 @@ descriptors:
 // TestAnOverrideAboveAMillionASecond: a per-request limit above what a
 // Sluice fixed window holds (1,000,000 a second) is enforced at that
 // ceiling, never a failed call: another descriptor of the request that is
-// over its limit still denies it, and current_limit and limit_remaining
-// are the override's.
+// over its limit still denies it, current_limit and limit_remaining are
+// the override's, and more hits at once than the ceiling are over it.
 func TestAnOverrideAboveAMillionASecond(t *testing.T) {
 	f := newFixture(t, Options{})
 	f.call(t, req("api", d("tenant", "t", "route", "r")))
@@ -127,6 +126,9 @@ func TestAnOverrideAboveAMillionASecond(t *testing.T) {
 		t.Fatalf("overall %v, want OVER_LIMIT from the second descriptor", resp.GetOverallCode())
 	}
 	checkStatus(t, "the override", resp.GetStatuses()[0], dstatus{ok, 2_000_000, second, 1_999_995, 1})
+	// What is counted is held to 1,000,000 a second: a hits_addend above
+	// that is over the limit.
+	checkStatus(t, "1,500,000 hits at once", f.call(t, req("api", hits(big, 1_500_000))).GetStatuses()[0], dstatus{over, 2_000_000, second, 0, 1})
 	big = d("per_min", "big")
 	big.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 4_000_000_000, Unit: typev3.RateLimitUnit_MINUTE}
 	checkStatus(t, "by the minute", f.call(t, req("api", big)).GetStatuses()[0], dstatus{ok, 4_000_000_000, minute, 3_999_999_999, 50})
@@ -312,4 +314,26 @@ func TestResponseTimeIsObservedInSeconds(t *testing.T) {
 		}
 		t.Fatal("no ratelimit_service_response_time_seconds")
 	})
+}
+
+// TestAnOverlayOfASharedStatKeyChoosesBothRules: an overlay entry keyed by
+// a stat key that two rules share is the stack of both.
+func TestAnOverlayOfASharedStatKeyChoosesBothRules(t *testing.T) {
+	f, _ := fixtureOf(t, `
+domain: e
+descriptors:
+  - key: a.b
+    rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: a
+    descriptors:
+      - key: b
+        rate_limit: {unit: minute, requests_per_unit: 2}
+`, Options{Overlay: map[string]stack.Spec{"e.a.b": {Algorithm: "gcra"}}})
+	st := f.svc.acquire()
+	defer st.mu.RUnlock()
+	for _, r := range st.cfg.Rules() {
+		if got := st.stacks[r.Index].AlgorithmName(); got != "gcra" {
+			t.Errorf("rule %d (%s, %d a minute): %s, want gcra", r.Index, r.Key, r.RequestsPerUnit, got)
+		}
+	}
 }

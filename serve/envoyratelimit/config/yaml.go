@@ -353,8 +353,8 @@ func parse(data []byte) (yamlRoot, error) {
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return yamlRoot{}, nil
 	}
-	if n := expandedSize(doc.Content[0], map[*yaml.Node]int{}); n > maxExpandedNodes {
-		return yamlRoot{}, fmt.Errorf("error loading config file: yaml: document contains excessive aliasing (%d nodes once its aliases are expanded, at most %d)", n, maxExpandedNodes)
+	if n := aliasedNodes(doc.Content[0]); n > maxAliasedNodes {
+		return yamlRoot{}, fmt.Errorf("error loading config file: yaml: document contains excessive aliasing (its aliases add %d nodes once expanded, at most %d)", min(n, saturated-1), maxAliasedNodes)
 	}
 	root := deref(doc.Content[0])
 	if root.Kind == yaml.MappingNode || root.Kind == yaml.ScalarNode {

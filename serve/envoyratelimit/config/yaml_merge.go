@@ -151,30 +151,42 @@ func checkMergeValue(v *yaml.Node) error {
 	return nil
 }
 
-// maxExpandedNodes bounds a file's nodes once its aliases are expanded, as
+// maxAliasedNodes bounds the nodes a file's aliases add once expanded, as
 // the walks below expand them: a few lines of nested aliases (a "billion
 // laughs") would otherwise make a load take hours. yaml.v2, which
 // envoyproxy/ratelimit reads with, refuses such a file too ("excessive
-// aliasing"); no rate limit configuration comes near the bound.
-const maxExpandedNodes = 1_000_000
+// aliasing"). Nodes written out count for nothing, so a large file
+// without aliases loads whatever its size.
+const maxAliasedNodes = 1_000_000
 
-// expandedSize counts n's nodes with every alias expanded, in time linear
-// in the document's own nodes (memo holds each node's count), saturating
-// above maxExpandedNodes.
-func expandedSize(n *yaml.Node, memo map[*yaml.Node]int) int {
+// aliasedNodes is how many nodes n's aliases add once expanded: its
+// expanded size less its own nodes, counted in time linear in its own
+// nodes (each node's expanded size memoised), saturating far above
+// maxAliasedNodes.
+func aliasedNodes(n *yaml.Node) int64 {
+	memo := map[*yaml.Node]int64{}
+	expanded := expandedSize(n, memo)
+	return expanded - int64(len(memo))
+}
+
+// saturated is where expandedSize stops counting: above any document's
+// own nodes plus maxAliasedNodes, and far from overflowing.
+const saturated = int64(1) << 40
+
+func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64) int64 {
 	if n == nil {
 		return 0
 	}
 	if v, ok := memo[n]; ok {
 		return v
 	}
-	memo[n] = maxExpandedNodes + 1 // a cycle of aliases counts as too many
-	size := 1
+	memo[n] = saturated // a cycle of aliases counts as too many
+	size := int64(1)
 	if n.Kind == yaml.AliasNode {
 		size = expandedSize(n.Alias, memo)
 	}
 	for _, c := range n.Content {
-		size = min(size+expandedSize(c, memo), maxExpandedNodes+1)
+		size = min(size+expandedSize(c, memo), saturated)
 	}
 	memo[n] = size
 	return size
