@@ -41,26 +41,18 @@ func TestEnvoyModeOverlay(t *testing.T) {
 	require.Equal(t, "OK,OK,OK,OVER_LIMIT", codes, "a token bucket of burst 3, where the fixed window of 2 would deny the third")
 	require.Equal(t, uint32(2), limit, "current_limit as configured")
 
-	overlayReloads := func() (n int) {
-		for _, line := range strings.Split(p.logs(), "\n") {
-			if strings.Contains(line, `msg="sluice-serve: reloaded"`) && strings.Contains(line, `on="overlay change"`) {
-				n++
-			}
-		}
-		return n
-	}
-	n := overlayReloads() // the deletion's
-	writeFile(t, overlay, "rules:\n  edge.user:\n    algorithm: gcra\n    burst: 5\n")
-	require.Eventually(t, func() bool { return overlayReloads() > n }, 20*time.Second, 10*time.Millisecond, p.logs())
+	n := reloadsOn(p, `"overlay change"`)
+	replaceFile(t, overlay, "rules:\n  edge.user:\n    algorithm: gcra\n    burst: 5\n")
+	require.Eventually(t, func() bool { return reloadsOn(p, `"overlay change"`) > n }, 20*time.Second, 10*time.Millisecond, p.logs())
 	codes, _ = admitted(t, p, "u2", 6)
 	require.Equal(t, "OK,OK,OK,OK,OK,OVER_LIMIT", codes, "GCRA of burst 5 after the overlay changed")
 
-	writeFile(t, overlay, "rules:\n  edge.user:\n    rate: 100\n")
+	replaceFile(t, overlay, "rules:\n  edge.user:\n    rate: 100\n")
 	require.Eventually(t, func() bool { return strings.Contains(p.logs(), "the overlay is refused") }, 20*time.Second, 10*time.Millisecond, p.logs())
 	codes, _ = admitted(t, p, "u3", 6)
 	require.Equal(t, "OK,OK,OK,OK,OK,OVER_LIMIT", codes, "the overlay in force is kept")
 
-	writeFile(t, overlay, "rules:\n  edge.nobody:\n    algorithm: gcra\n")
+	replaceFile(t, overlay, "rules:\n  edge.nobody:\n    algorithm: gcra\n")
 	require.Eventually(t, func() bool {
 		return strings.Contains(p.logs(), `overlay \"edge.nobody\": no rule`)
 	}, 20*time.Second, 10*time.Millisecond, p.logs())
@@ -123,18 +115,19 @@ func TestEnvoyModeKeepsTheOverlayWhenItsFileGoes(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Count(p.logs(), kept) == 3 }, 20*time.Second, 10*time.Millisecond, p.logs())
 	require.NotContains(t, p.logs(), "the overlay is refused")
 
-	overlayReloads := func() (n int) {
-		for _, line := range strings.Split(p.logs(), "\n") {
-			if strings.Contains(line, `msg="sluice-serve: reloaded"`) && strings.Contains(line, `on="overlay change"`) {
-				n++
-			}
-		}
-		return n
-	}
-	n := overlayReloads() // the deletion's
-	writeFile(t, overlay, "rules:\n  edge.user:\n    algorithm: gcra\n    burst: 5\n")
-	require.Eventually(t, func() bool { return overlayReloads() > n }, 20*time.Second, 10*time.Millisecond, p.logs())
-	codes, _ = admitted(t, p, "u2", 6)
-	require.Equal(t, "OK,OK,OK,OK,OK,OVER_LIMIT", codes, "GCRA of burst 5 once the file is back")
+	n := reloadsOn(p, `"overlay change"`) // the deletion's
+	replaceFile(t, overlay, "rules:\n  edge.user:\n    algorithm: gcra\n    burst: 7\n")
+	require.Eventually(t, func() bool { return reloadsOn(p, `"overlay change"`) > n }, 20*time.Second, 10*time.Millisecond, p.logs())
+	codes, _ = admitted(t, p, "u2", 8)
+	require.Equal(t, "OK,OK,OK,OK,OK,OK,OK,OVER_LIMIT", codes, "GCRA of burst 7 once the file is back, where the fixed window of 5 would deny the sixth")
 	require.Equal(t, 3, strings.Count(p.logs(), kept), "one line per reload while the file was missing")
+}
+
+// replaceFile writes content to path as a new file renamed over the old,
+// so that a watch polling path never reads it half-written.
+func replaceFile(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".new"
+	require.NoError(t, os.WriteFile(tmp, []byte(content), 0o644))
+	require.NoError(t, os.Rename(tmp, path))
 }

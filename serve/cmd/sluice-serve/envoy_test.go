@@ -207,9 +207,18 @@ func TestEnvoyModeRefusesToStart(t *testing.T) {
 }
 
 func reloadedOn(p *envoyProc, on string) func() bool {
-	return func() bool {
-		return strings.Contains(p.logs(), `msg="sluice-serve: reloaded" dir=`) && strings.Contains(p.logs(), "on="+on)
+	return func() bool { return reloadsOn(p, on) > 0 }
+}
+
+// reloadsOn counts p's log lines that say it reloaded on on (a quoted
+// cause, or SIGHUP).
+func reloadsOn(p *envoyProc, on string) (n int) {
+	for _, line := range strings.Split(p.logs(), "\n") {
+		if strings.Contains(line, `msg="sluice-serve: reloaded"`) && strings.Contains(line, "on="+on) {
+			n++
+		}
 	}
+	return n
 }
 
 // TestEnvoyModeReloadsOnARootSwap: under RUNTIME_WATCH_ROOT (the default),
