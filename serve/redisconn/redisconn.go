@@ -65,6 +65,9 @@ type Spec struct {
 	// default, 10 per GOMAXPROCS. go-redis sends one command per
 	// connection at a time, so under concurrency the pool is the queue.
 	PoolSize int
+	// Conns, when not nil, counts the connections that [Open]'s client
+	// opens to the servers holding the data (see [Conns]).
+	Conns *Conns
 }
 
 // DialTimeout is the bound on each dial: a rate limiter on the path of
@@ -206,7 +209,8 @@ func (s Spec) String() string {
 // Cluster, every primary; under Sentinel, the primary the sentinels name)
 // within ctx, or [PingTimeout] when ctx has no deadline, and returns a
 // [goredisstore] Store on the client and the func that closes the client.
-// On error nothing is left open.
+// With s.Conns, every connection the client makes, the check's included,
+// is counted in it. On error nothing is left open.
 func Open(ctx context.Context, s Spec) (sluice.Store, func() error, error) {
 	if err := s.Validate(); err != nil {
 		return nil, nil, err
@@ -237,6 +241,9 @@ func Open(ctx context.Context, s Spec) (sluice.Store, func() error, error) {
 			Username: s.Username, Password: s.Password, TLSConfig: tlsConfig, PoolSize: s.PoolSize,
 			MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: DialTimeout,
 		})
+		if s.Conns != nil {
+			c.AddHook(connsHook{s.Conns})
+		}
 		client, ping = c, func() error { return c.Ping(ctx).Err() }
 	case TypeCluster:
 		c := redis.NewClusterClient(&redis.ClusterOptions{
@@ -244,6 +251,11 @@ func Open(ctx context.Context, s Spec) (sluice.Store, func() error, error) {
 			Username: s.Username, Password: s.Password, TLSConfig: tlsConfig, PoolSize: s.PoolSize,
 			MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: DialTimeout,
 		})
+		if s.Conns != nil {
+			// Before any call: go-redis makes a node's client when a
+			// call first needs the node.
+			c.OnNewNode(func(node *redis.Client) { node.AddHook(connsHook{s.Conns}) })
+		}
 		client, ping = c, func() error { return pingPrimaries(ctx, c) }
 	case TypeSentinel:
 		c := redis.NewFailoverClient(&redis.FailoverOptions{
@@ -253,6 +265,11 @@ func Open(ctx context.Context, s Spec) (sluice.Store, func() error, error) {
 			TLSConfig: tlsConfig, PoolSize: s.PoolSize,
 			MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: DialTimeout,
 		})
+		if s.Conns != nil {
+			// On the primary's client: the sentinels' connections are
+			// made by a client of go-redis's own, without the hook.
+			c.AddHook(connsHook{s.Conns})
+		}
 		client, ping = c, func() error { return c.Ping(ctx).Err() }
 	}
 	if err := ping(); err != nil {
