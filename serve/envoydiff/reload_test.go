@@ -155,7 +155,7 @@ func TestResponseHeaders(t *testing.T) {
 
 // TestRedisTypes runs a short sequence with REDIS_TYPE=cluster and
 // REDIS_TYPE=sentinel, each service on a Redis Cluster, or a sentinel
-// group, of its own.
+// group, of its own, and holds the decision and Redis pool metrics equal.
 func TestRedisTypes(t *testing.T) {
 	t.Run("Cluster", func(t *testing.T) { testRedisType(t, cluster) })
 	t.Run("Sentinel", func(t *testing.T) { testRedisType(t, sentinel) })
@@ -169,4 +169,13 @@ func testRedisType(t *testing.T, kind redisKind) {
 	}
 	requireCodes(t, p.same(t, overJSON, buildRequest("diff", hitsAddend(3), desc("path", "/api/c"))), "OK [OK 1]")
 	p.sameMetrics(t, decisionMetrics("diff")...)
+	// The pool's series (TestProcessMetrics), every node's connections
+	// (the primary's under Sentinel) counted.
+	theirs, ours := p.sameProcessMetrics(t, "ratelimit_redis_pool_")
+	t.Logf("theirs: %s; ours: %s", poolCounts(theirs), poolCounts(ours))
+	for _, m := range []map[string]sample{theirs, ours} {
+		if m["ratelimit_redis_pool_cx_active"].v < 1 {
+			t.Fatalf("ratelimit_redis_pool_cx_active: theirs: %s; ours: %s; want at least 1 each", poolCounts(theirs), poolCounts(ours))
+		}
+	}
 }

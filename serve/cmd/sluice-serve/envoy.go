@@ -216,7 +216,7 @@ func serveEnvoy(s settings.Settings, poll time.Duration, overlayPath string, log
 	if err != nil {
 		return err
 	}
-	store, closeStore, err := openEnvoyStore(context.Background(), s, logger)
+	store, conns, closeStore, err := openEnvoyStore(context.Background(), s, logger)
 	if err != nil {
 		return err
 	}
@@ -224,6 +224,12 @@ func serveEnvoy(s settings.Settings, poll time.Duration, overlayPath string, log
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// envoyproxy/ratelimit's own process stats: gostats' runtime stats,
+	// and its Redis pool's (none on the embedded store).
+	registry.MustRegister(envoyratelimit.NewRuntimeCollector())
+	if conns != nil {
+		registry.MustRegister(envoyratelimit.NewRedisPoolCollector(redisPoolCounts(conns)))
+	}
 	nearLimit := min(float64(s.NearLimitRatio), 1) // above 1 counts no near_limit, as 1 does
 	if nearLimit == 0 {
 		// NEAR_LIMIT_RATIO=0 makes every threshold 0; Options reads 0 as

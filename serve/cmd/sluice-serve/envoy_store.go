@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/serve/envoyratelimit"
 	"github.com/sluicehq/sluice/serve/envoyratelimit/settings"
 	"github.com/sluicehq/sluice/serve/redisconn"
 	"github.com/sluicehq/sluice/store/embedded"
@@ -17,32 +18,44 @@ import (
 
 // openEnvoyStore opens the store the REDIS_* settings name. With REDIS_URL
 // unset it starts the embedded store (in process, limits not shared), where
-// envoyproxy/ratelimit would dial its default, a twemproxy unix socket.
-func openEnvoyStore(ctx context.Context, s settings.Settings, logger *slog.Logger) (sluice.Store, func() error, error) {
+// envoyproxy/ratelimit would dial its default, a twemproxy unix socket. On
+// Redis it also returns the count of the client's connections (nil on the
+// embedded store).
+func openEnvoyStore(ctx context.Context, s settings.Settings, logger *slog.Logger) (sluice.Store, *redisconn.Conns, func() error, error) {
 	if !s.RedisURLSet() {
 		store, err := embedded.Start()
 		if err != nil {
-			return nil, nil, fmt.Errorf("embedded store: %w", err)
+			return nil, nil, nil, fmt.Errorf("embedded store: %w", err)
 		}
 		logger.Warn("sluice-serve: REDIS_URL is not set: on the embedded store, in this process; its limits are not shared with other replicas")
-		return store, store.Close, nil
+		return store, nil, store.Close, nil
 	}
 	spec, err := redisconn.FromEnvoy(s.RedisSocketType, s.RedisType, s.RedisURL, s.RedisAuth, s.RedisSentinelAuth,
 		s.RedisTLS, s.RedisPoolSize, s.RedisPipelineWindow)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if s.RedisTLS {
 		if spec.TLSConfig, err = redisTLSConfig(s); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
+	spec.Conns = &redisconn.Conns{}
 	store, closeStore, err := redisconn.Open(ctx, spec)
 	if err != nil {
-		return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
+		return nil, nil, nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	logger.Info("sluice-serve: on Redis", "redis", spec.String())
-	return store, closeStore, nil
+	return store, spec.Conns, closeStore, nil
+}
+
+// redisPoolCounts reads conns as envoyproxy/ratelimit's Redis pool stats
+// (ratelimit_redis_pool_cx_active, cx_total, cx_local_close) count.
+func redisPoolCounts(conns *redisconn.Conns) func() envoyratelimit.RedisPoolCounts {
+	return func() envoyratelimit.RedisPoolCounts {
+		c := conns.Counts()
+		return envoyratelimit.RedisPoolCounts{Active: c.Open, Total: c.Created, LocalClose: c.Closed}
+	}
 }
 
 // redisTLSConfig is the TLS configuration REDIS_TLS_CLIENT_CERT,

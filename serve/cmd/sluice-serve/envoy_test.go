@@ -134,6 +134,7 @@ func httpDo(t *testing.T, method, url, body string) (int, string) {
 
 // TestEnvoyModeServes: with no Redis, on the embedded store: /healthcheck,
 // /json's codes, gRPC decisions and health, Prometheus at PROMETHEUS_PATH
+// (with gostats' runtime stats, ratelimit_go_*, and no Redis pool stats)
 // and the debug listener.
 func TestEnvoyModeServes(t *testing.T) {
 	_, env := runtimeEnv(t, limits(2))
@@ -167,6 +168,8 @@ func TestEnvoyModeServes(t *testing.T) {
 	require.Equal(t, 200, code)
 	require.Contains(t, body, `ratelimit_service_rate_limit_over_limit{domain="edge",key1="user"} 2`)
 	require.Contains(t, body, "ratelimit_service_config_load_success 1")
+	require.Contains(t, body, "\nratelimit_go_numGoroutine ", "gostats' runtime stats")
+	require.NotContains(t, body, "ratelimit_redis_pool_", "no Redis pool on the embedded store")
 	code, _ = httpDo(t, "GET", p.prometheus+"/metrics", "")
 	require.Equal(t, 404, code, "only PROMETHEUS_PATH")
 
