@@ -82,7 +82,7 @@ func named(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !isExecutable(abs) {
+	if !envoyrl.IsExecutable(abs) {
 		return "", fmt.Errorf("%s is not an executable file", path)
 	}
 	return abs, nil
@@ -94,7 +94,7 @@ func findSluiceServe(self string) (string, error) {
 	where := "it is not on the PATH"
 	if self != "" {
 		dir := filepath.Dir(self)
-		if beside := filepath.Join(dir, "sluice-serve"); isExecutable(beside) {
+		if beside := filepath.Join(dir, "sluice-serve"); envoyrl.IsExecutable(beside) {
 			return beside, nil
 		}
 		where = fmt.Sprintf("it is neither beside sluice-bench (in %s) nor on the PATH", dir)
@@ -103,12 +103,6 @@ func findSluiceServe(self string) (string, error) {
 		return filepath.Abs(path)
 	}
 	return "", fmt.Errorf("%s: install it with go install %s@latest, or pass --sluice-serve PATH", where, sluiceServePackage)
-}
-
-// isExecutable reports whether path is a regular file someone may run.
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // lastLines returns the last n non-empty lines of s, joined by " | ".

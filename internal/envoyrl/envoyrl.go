@@ -38,7 +38,7 @@ func Path(cache string) string {
 // looked and how to install it.
 func Find(cache string) (string, error) {
 	if cache != "" {
-		if bin := Path(cache); isExecutable(bin) {
+		if bin := Path(cache); IsExecutable(bin) {
 			return bin, nil
 		}
 	}
@@ -54,8 +54,8 @@ func Find(cache string) (string, error) {
 	return "", errors.New(where + ": install it with go install " + Module + "@" + Version)
 }
 
-// isExecutable reports whether path is a regular file someone may run.
-func isExecutable(path string) bool {
+// IsExecutable reports whether path is a regular file someone may run.
+func IsExecutable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }

@@ -44,7 +44,7 @@ func Binary(log io.Writer) (string, error) {
 // binary at the path.
 func Install(cache string, log io.Writer) (string, error) {
 	bin := Path(cache)
-	if isExecutable(bin) {
+	if IsExecutable(bin) {
 		return bin, nil
 	}
 	dir := filepath.Dir(bin)

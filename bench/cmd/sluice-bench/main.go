@@ -61,6 +61,7 @@ import (
 
 	"github.com/sluicehq/sluice/algorithms/tokenbucket"
 	"github.com/sluicehq/sluice/bench/harness"
+	"github.com/sluicehq/sluice/internal/envoyrl"
 	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/store/embedded"
 )
@@ -126,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// A binary named but not there is found before the run, not by each
 	// serve scenario's subject.
 	for name, path := range map[string]string{"--sluice-serve": *sluiceServe, "--envoyproxy-ratelimit": *envoyProxy} {
-		if fi, err := os.Stat(path); path != "" && (err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0) {
+		if path != "" && !envoyrl.IsExecutable(path) {
 			return fmt.Errorf("%s %s: not an executable file", name, path)
 		}
 	}
@@ -146,9 +147,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		// The serve block quotes both processes: a run without them
 		// would end with docs that say they were skipped.
-		if _, err := (harness.Binaries{SluiceServe: *sluiceServe, EnvoyProxy: *envoyProxy}).Find(); err != nil {
+		found, err := (harness.Binaries{SluiceServe: *sluiceServe, EnvoyProxy: *envoyProxy}).Find()
+		if err == nil {
+			err = found.CheckForDocs()
+		}
+		if err != nil {
 			return fmt.Errorf("--docs: the serve scenarios' processes: %w (in the repository's checkout, bench/run.sh runs this command with both)", err)
 		}
+		fmt.Fprintf(stdout, "serve scenarios: sluice-serve %s, envoyproxy/ratelimit %s\n", found.SluiceServe, found.EnvoyProxy)
 	}
 	if *duration == 0 {
 		*duration = 1500 * time.Millisecond
