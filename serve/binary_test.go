@@ -169,9 +169,10 @@ func childPids(pid int) []int {
 }
 
 // killStrays kills the sluice-serve that sluice started and left running
-// (sluice starts it in a process group of its own, which neither a kill of
-// sluice nor its parent-death signal reaches): a process p listed as its
-// child that still runs with p's policy file on its command line.
+// (sluice starts it in a process group of its own, which a kill of sluice
+// does not reach; on Linux the kernel sends it SIGTERM when sluice dies,
+// which it may not have acted on yet): a process p listed as its child
+// that still runs with p's policy file on its command line.
 func (p *serveProc) killStrays() {
 	for _, pid := range p.children {
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
