@@ -5,6 +5,8 @@ package envoydiff_test
 import (
 	"context"
 	"net/http"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -297,6 +299,26 @@ func TestSameAnswers(t *testing.T) {
 					t.Fatalf("%s: grpc.health.v1 Check(%q): %v %v", s.name, name, resp, err)
 				}
 			}
+		}
+	})
+	t.Run("RLConfig", func(t *testing.T) {
+		// The debug listener's dump of the configuration: the same lines
+		// (theirs walks maps, so in no fixed order).
+		dump := func(s *service) []string {
+			code, body, err := httpDo(http.MethodGet, "http://"+s.debugAddr+"/rlconfig", "")
+			if err != nil || code != http.StatusOK {
+				t.Fatalf("%s: GET /rlconfig: %d %v", s.name, code, err)
+			}
+			lines := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+			sort.Strings(lines)
+			return lines
+		}
+		theirs, ours := dump(p.theirs), dump(p.ours)
+		if strings.Join(theirs, "\n") != strings.Join(ours, "\n") {
+			t.Fatalf("GET /rlconfig differs:\ntheirs:\n%s\nours:\n%s", strings.Join(theirs, "\n"), strings.Join(ours, "\n"))
+		}
+		if len(theirs) < 20 {
+			t.Fatalf("GET /rlconfig: %d lines for mainConfig's rules:\n%s", len(theirs), strings.Join(theirs, "\n"))
 		}
 	})
 	t.Run("Metrics", func(t *testing.T) {

@@ -189,6 +189,17 @@ func (s *Service) Close() error {
 	return nil
 }
 
+// Dump is the configuration in force as envoyproxy/ratelimit's /rlconfig
+// debug endpoint prints it (see [config.Config.Dump]); "" after Close.
+func (s *Service) Dump() string {
+	st := s.acquire()
+	if st == nil {
+		return ""
+	}
+	defer st.mu.RUnlock()
+	return st.cfg.Dump()
+}
+
 // Loaded reports whether the configuration in force has at least one
 // domain (for a health check; envoyproxy/ratelimit's
 // HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED). It is false after Close.

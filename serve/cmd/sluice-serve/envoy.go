@@ -342,7 +342,7 @@ func listenEnvoy(s settings.Settings, svc *envoyratelimit.Service, grpcOpts []gr
 	healthpb.RegisterHealthServer(e.grpc, e.health.grpc)
 	go func() { _ = e.grpc.Serve(ls[0].l) }()
 
-	handlers := []http.Handler{mainMux(e.health, svc, logger), debugMux()}
+	handlers := []http.Handler{mainMux(e.health, svc, logger), debugMux(svc.Dump)}
 	if s.PrometheusEnabled() {
 		metrics := promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
 		handlers = append(handlers, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

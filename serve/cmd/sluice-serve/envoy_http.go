@@ -135,10 +135,11 @@ func mainMux(h *envoyHealth, svc rateLimiter, logger *slog.Logger) *http.ServeMu
 
 // debugMux is DEBUG_HOST:DEBUG_PORT, as envoyproxy/ratelimit's: the pprof
 // profiles under /debug/pprof/, /stats (the expvar variables, one "name:
-// value" a line) and, at any other path, the list of endpoints. Its /rlconfig (a dump of
-// the configuration) is not served.
-func debugMux() *http.ServeMux {
+// value" a line), /rlconfig (dump: the configuration in force, one rule a
+// line) and, at any other path, the list of endpoints.
+func debugMux(dump func() string) *http.ServeMux {
 	endpoints := map[string]string{
+		"/rlconfig":            "print out the currently loaded configuration for debugging",
 		"/debug/pprof/":        "root of various pprof endpoints. hit for help.",
 		"/debug/pprof/profile": "CPU profiling endpoint",
 		"/debug/pprof/trace":   "trace endpoint",
@@ -150,6 +151,7 @@ func debugMux() *http.ServeMux {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/rlconfig", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, dump()) })
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
 		expvar.Do(func(kv expvar.KeyValue) { _, _ = fmt.Fprintf(w, "%s: %s\n", kv.Key, kv.Value) })
 	})

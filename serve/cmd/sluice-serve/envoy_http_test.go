@@ -130,8 +130,12 @@ func TestHealthWithAtLeastOneConfigLoaded(t *testing.T) {
 }
 
 func TestDebugListenerServesProfilesAndStats(t *testing.T) {
-	mux := debugMux()
+	mux := debugMux(func() string {
+		return "edge.user: unit=HOUR requests_per_unit=2, shadow_mode: false, quota_mode: false\n"
+	})
 	for _, c := range []struct{ path, want string }{
+		{"/rlconfig", "edge.user: unit=HOUR requests_per_unit=2, shadow_mode: false, quota_mode: false\n"},
+		{"/", "/rlconfig: print out the currently loaded configuration for debugging"},
 		{"/", "/debug/pprof/: root of various pprof endpoints"},
 		{"/anything", "/stats: print out stats"},
 		{"/stats", "memstats: {"},

@@ -78,6 +78,20 @@ func (c *Config) Rules() []Rule {
 	return out
 }
 
+// Dump writes every configured rate_limit, one a line, as
+// envoyproxy/ratelimit's /rlconfig does: "<stat key>: unit=<UNIT>
+// requests_per_unit=<n>, shadow_mode: <bool>, quota_mode: <bool>". Theirs
+// walks maps, in no fixed order; these lines are in file order, a level's
+// descendants before it.
+func (c *Config) Dump() string {
+	var b strings.Builder
+	for _, r := range c.rules {
+		fmt.Fprintf(&b, "%s: unit=%s requests_per_unit=%d, shadow_mode: %t, quota_mode: %t\n",
+			r.fullKey, r.unit, r.perUnit, r.shadow, r.quota)
+	}
+	return b.String()
+}
+
 // Domains counts the loaded domains.
 func (c *Config) Domains() int { return len(c.domains) }
 

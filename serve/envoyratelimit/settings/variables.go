@@ -64,7 +64,7 @@ var serverVariables = []Variable{
 		parse: str(func(s *Settings) *string { return &s.Host })},
 	{Name: "PORT", Default: "8080", Supported: Honoured,
 		parse: port(func(s *Settings) *int { return &s.Port })},
-	{Name: "DEBUG_HOST", Default: "0.0.0.0", Supported: Honoured, Note: "debug listener: /debug/pprof/, /stats (no /rlconfig)",
+	{Name: "DEBUG_HOST", Default: "0.0.0.0", Supported: Honoured, Note: "debug listener: /debug/pprof/, /stats, /rlconfig",
 		parse: str(func(s *Settings) *string { return &s.DebugHost })},
 	{Name: "DEBUG_PORT", Default: "6070", Supported: Honoured,
 		parse: port(func(s *Settings) *int { return &s.DebugPort })},
