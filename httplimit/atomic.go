@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ext"
 	"github.com/sluicehq/sluice/multilimit"
 )
 
@@ -27,6 +28,15 @@ type Atomic struct {
 	// Routes are the ServeMux patterns of the requests the group applies
 	// to; none: every request.
 	Routes []string
+	// Shadow is a dry run of the group, as [Policy.Shadow]: every request
+	// it applies to is checked and counted, all or nothing, exactly as if
+	// enforced (under [ext.WithShadow]), and never denied; none of its
+	// policies is in a RateLimit, RateLimit-Policy, X-RateLimit-* or
+	// Retry-After field. A would-be denial is logged (Info,
+	// [ShadowDenialMessage], with the policy that would deny and the
+	// key); a request the group cannot key, or a limiter error, is logged
+	// and the request goes on.
+	Shadow bool
 }
 
 // AtomicPolicy is one limit of an [Atomic] group.
@@ -99,6 +109,11 @@ func (c *config) serveAtomic(w http.ResponseWriter, r *http.Request, next http.H
 		next.ServeHTTP(w, r)
 		return
 	}
+	if group.Shadow {
+		c.shadowAtomic(r, ps, group)
+		next.ServeHTTP(w, r)
+		return
+	}
 	for _, p := range ps {
 		c.writePolicy(w, p.Name, p.quota)
 	}
@@ -107,11 +122,7 @@ func (c *config) serveAtomic(w http.ResponseWriter, r *http.Request, next http.H
 		c.keyError(w, r, ps[0].Name, err)
 		return
 	}
-	checks := make([]multilimit.Check, len(ps))
-	for i, p := range ps {
-		checks[i] = multilimit.Check{Key: sluice.Key(key, "http", p.Name), Limit: p.Limit, Algorithm: group.Policies[i].Algorithm}
-	}
-	d, err := group.Limiter.AllowN(r.Context(), checks, group.Cost)
+	d, err := group.Limiter.AllowN(r.Context(), atomicChecks(key, ps, group), group.Cost)
 	if err != nil {
 		c.onError(w, r, err)
 		return
@@ -132,4 +143,34 @@ func (c *config) serveAtomic(w http.ResponseWriter, r *http.Request, next http.H
 	}
 	c.writeX(w, tightest)
 	next.ServeHTTP(w, r)
+}
+
+// atomicChecks are the group's checks for a client's key.
+func atomicChecks(key string, ps []*policy, group Atomic) []multilimit.Check {
+	checks := make([]multilimit.Check, len(ps))
+	for i, p := range ps {
+		checks[i] = multilimit.Check{Key: sluice.Key(key, "http", p.Name), Limit: p.Limit, Algorithm: group.Policies[i].Algorithm}
+	}
+	return checks
+}
+
+// shadowAtomic checks r under a shadow group (see [Atomic.Shadow]):
+// counted as if enforced, never answered, never written in a header.
+func (c *config) shadowAtomic(r *http.Request, ps []*policy, group Atomic) {
+	key, err := group.Key(r)
+	if err != nil {
+		c.logger.Error("httplimit: shadow policy: no key; the request goes on", "policy", ps[0].Name,
+			"method", r.Method, "path", r.URL.Path, "err", err)
+		return
+	}
+	d, err := group.Limiter.AllowN(ext.WithShadow(r.Context()), atomicChecks(key, ps, group), group.Cost)
+	if err != nil {
+		c.logger.Error("httplimit: shadow policy: no rate-limit decision; the request goes on", "policy", ps[0].Name,
+			"method", r.Method, "path", r.URL.Path, "err", err)
+		return
+	}
+	if !d.Allowed {
+		c.logger.Info(ShadowDenialMessage, "policy", ps[d.Denied].Name, "key", key, "method", r.Method, "path", r.URL.Path,
+			"retry_after", d.RetryAfter, "atomic", true)
+	}
 }
