@@ -23,12 +23,39 @@ type series map[string]float64
 // same answer.
 func (s *service) scrape(t *testing.T, prefixes ...string) series {
 	t.Helper()
+	out := series{}
+	for name, x := range s.exposition(t, prefixes...) {
+		if x.v != 0 {
+			out[name] = x.v
+		}
+	}
+	return out
+}
+
+// sample is a series' type, as the text format's TYPE line declares its
+// family (counter, gauge...), and its value.
+type sample struct {
+	typ string
+	v   float64
+}
+
+// exposition reads s's metrics and returns every series whose name has
+// one of the prefixes, with its type and value.
+func (s *service) exposition(t *testing.T, prefixes ...string) map[string]sample {
+	t.Helper()
 	code, body, err := httpDo(http.MethodGet, s.metricsURL, "")
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("%s: GET %s: %d %v", s.name, s.metricsURL, code, err)
 	}
-	out := series{}
+	types := map[string]string{}
+	out := map[string]sample{}
 	for _, line := range strings.Split(body, "\n") {
+		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			if name, typ, ok := strings.Cut(rest, " "); ok {
+				types[name] = typ
+			}
+			continue
+		}
 		if line == "" || line[0] == '#' {
 			continue
 		}
@@ -48,9 +75,8 @@ func (s *service) scrape(t *testing.T, prefixes ...string) series {
 		if err != nil {
 			t.Fatalf("%s: metric line %q: %v", s.name, line, err)
 		}
-		if v != 0 {
-			out[name] = v
-		}
+		family, _, _ := strings.Cut(name, "{")
+		out[name] = sample{types[family], v}
 	}
 	return out
 }

@@ -6,18 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
-
-// sample is a series' type, as the text format's TYPE line declares its
-// family (counter, gauge...), and its value.
-type sample struct {
-	typ string
-	v   float64
-}
 
 // exposed reads s's metrics and returns the series whose name has one of
 // the prefixes, with their types; a counter still at zero is left out
@@ -26,44 +18,11 @@ type sample struct {
 // gauge at every flush).
 func (s *service) exposed(t *testing.T, prefixes ...string) map[string]sample {
 	t.Helper()
-	code, body, err := httpDo(http.MethodGet, s.metricsURL, "")
-	if err != nil || code != http.StatusOK {
-		t.Fatalf("%s: GET %s: %d %v", s.name, s.metricsURL, code, err)
-	}
-	types := map[string]string{}
-	out := map[string]sample{}
-	for _, line := range strings.Split(body, "\n") {
-		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
-			if name, typ, ok := strings.Cut(rest, " "); ok {
-				types[name] = typ
-			}
-			continue
+	out := s.exposition(t, prefixes...)
+	for name, x := range out {
+		if x.typ == "counter" && x.v == 0 {
+			delete(out, name)
 		}
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		name, value := line[:i], line[i+1:]
-		keep := false
-		for _, p := range prefixes {
-			keep = keep || strings.HasPrefix(name, p)
-		}
-		if !keep {
-			continue
-		}
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			t.Fatalf("%s: metric line %q: %v", s.name, line, err)
-		}
-		family, _, _ := strings.Cut(name, "{")
-		typ := types[family]
-		if typ == "counter" && v == 0 {
-			continue
-		}
-		out[name] = sample{typ, v}
 	}
 	return out
 }

@@ -83,12 +83,9 @@ func (s *countingStore) calls(tag string) int {
 	return s.byTag[tag]
 }
 
-// TestRulesOfOneStatKeyKeepTheirOwnLimits: two rules whose stat keys are
-// the same (a key with a dot beside a nested descriptor) are two limits,
-// each enforced as configured, as envoyproxy/ratelimit keeps one limit per
-// descriptor; before, the later rule's limiter decided both.
-func TestRulesOfOneStatKeyKeepTheirOwnLimits(t *testing.T) {
-	f, _ := fixtureOf(t, `
+// sharedStatKey has two rules of one stat key, e.a.b: a key with a dot
+// beside a nested descriptor.
+const sharedStatKey = `
 domain: e
 descriptors:
   - key: a.b
@@ -97,7 +94,14 @@ descriptors:
     descriptors:
       - key: b
         rate_limit: {unit: minute, requests_per_unit: 2}
-`, Options{})
+`
+
+// TestRulesOfOneStatKeyKeepTheirOwnLimits: two rules whose stat keys are
+// the same (a key with a dot beside a nested descriptor) are two limits,
+// each enforced as configured, as envoyproxy/ratelimit keeps one limit per
+// descriptor; before, the later rule's limiter decided both.
+func TestRulesOfOneStatKeyKeepTheirOwnLimits(t *testing.T) {
+	f, _ := fixtureOf(t, sharedStatKey, Options{})
 	for _, want := range []uint32{9, 8, 7} {
 		checkStatus(t, "a.b", f.call(t, req("e", d("a.b", "x"))).GetStatuses()[0], dstatus{ok, 10, minute, want, 50})
 	}
@@ -319,16 +323,7 @@ func TestResponseTimeIsObservedInSeconds(t *testing.T) {
 // TestAnOverlayOfASharedStatKeyChoosesBothRules: an overlay entry keyed by
 // a stat key that two rules share is the stack of both.
 func TestAnOverlayOfASharedStatKeyChoosesBothRules(t *testing.T) {
-	f, _ := fixtureOf(t, `
-domain: e
-descriptors:
-  - key: a.b
-    rate_limit: {unit: minute, requests_per_unit: 10}
-  - key: a
-    descriptors:
-      - key: b
-        rate_limit: {unit: minute, requests_per_unit: 2}
-`, Options{Overlay: map[string]stack.Spec{"e.a.b": {Algorithm: "gcra"}}})
+	f, _ := fixtureOf(t, sharedStatKey, Options{Overlay: map[string]stack.Spec{"e.a.b": {Algorithm: "gcra"}}})
 	st := f.svc.acquire()
 	defer st.mu.RUnlock()
 	for _, r := range st.cfg.Rules() {
