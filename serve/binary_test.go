@@ -271,7 +271,8 @@ func testBucketBoundInEveryWindow(t *testing.T, bin string) {
 // flight finish: with the redis-server stalled (SIGSTOP) a call waits in the
 // server; after SIGTERM the process keeps running (draining) and refuses
 // new calls (Unavailable), and once Redis resumes the call in flight is
-// answered OK, the store having decided it, and the process exits 0.
+// answered OK, the store having decided it, and the process exits 0. A
+// SIGTERM or SIGINT sent during the drain is logged and changes nothing.
 func testSIGTERMDrainsACallInFlight(t *testing.T, bin string) {
 	server := redistest.StartRedis(t)
 	p := startServe(t, bin, "domain: edge\npolicies:\n  - {name: plain, match: [{key: user}], rate: 10, period: 1m}\n", server.URL())
@@ -298,6 +299,12 @@ func testSIGTERMDrainsACallInFlight(t *testing.T, bin string) {
 	}
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	p.waitLog(t, "shutting down: draining the calls in flight")
+	// Signals sent again do not cut the drain: the kernel sends SIGTERM
+	// once per thread of a parent that dies (Pdeathsig), and an operator
+	// may press Ctrl-C twice.
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	p.waitLog(t, "signal=interrupt")
 
 	// A new call on another connection is refused: the listener is closed.
 	conn, err := grpc.NewClient(p.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))

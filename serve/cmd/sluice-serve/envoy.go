@@ -280,8 +280,8 @@ func serveEnvoy(s settings.Settings, poll time.Duration, overlayPath string, log
 		}
 		reloader.reload("SIGHUP")
 	}
-	signal.Stop(signals)
 	logger.Info("sluice-serve: shutting down: draining the calls in flight", "signal", sig.String())
+	defer ignoreWhileDraining(signals, logger, "sluice-serve")() // before the deferred signal.Stop
 	stopPoll()
 	stopOverlayPoll()
 	servers.drain(10 * time.Second)

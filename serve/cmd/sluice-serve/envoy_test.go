@@ -279,7 +279,8 @@ func TestEnvoyModeReloadsOnADirectoryWrite(t *testing.T) {
 }
 
 // TestEnvoyModeDrainsOnSIGTERM: a /json call in flight when SIGTERM comes
-// is answered, then the process exits 0.
+// is answered, then the process exits 0; a SIGTERM or SIGINT sent during
+// the drain is logged and changes nothing.
 func TestEnvoyModeDrainsOnSIGTERM(t *testing.T) {
 	_, env := runtimeEnv(t, limits(2))
 	p := startEnvoy(t, env...)
@@ -308,6 +309,11 @@ func TestEnvoyModeDrainsOnSIGTERM(t *testing.T) {
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Eventually(t, func() bool { return strings.Contains(p.logs(), "draining the calls in flight") }, 20*time.Second, 10*time.Millisecond)
+	// Signals sent again do not cut the drain (the kernel sends SIGTERM
+	// once per thread of a parent that dies).
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	require.Eventually(t, func() bool { return strings.Contains(p.logs(), "signal=interrupt") }, 20*time.Second, 10*time.Millisecond)
 	_, err = w.Write([]byte(`"descriptors": [{"entries": [{"key": "user", "value": "u1"}]}]}`))
 	require.NoError(t, err)
 	require.NoError(t, w.Close())

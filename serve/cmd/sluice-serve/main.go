@@ -165,7 +165,8 @@ func serveUntilSignalled(f flags, logger *slog.Logger) error {
 		logger.Info("sluice serve: shutting down: draining the calls in flight", "signal", sig.String())
 		break
 	}
-	signal.Stop(signals)
+	defer signal.Stop(signals) // after the drain: see ignoreWhileDraining
+	defer ignoreWhileDraining(signals, logger, "sluice serve")()
 	stopWatch()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
