@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -80,8 +81,9 @@ func (r Runtime) TheirsLoadsNothing() string {
 //     goruntime key (its path under that directory, '/' made '.') starts
 //     with AppDirectory and '.': the files under Root/Subdirectory/
 //     AppDirectory, and also its siblings named AppDirectory.* (such as
-//     config.extra.yaml, or the files under config.old/). The directory
-//     AppDirectory must exist.
+//     config.extra.yaml, or the files under config.old/). Without the
+//     directory AppDirectory, the siblings alone are read; without either,
+//     the set is refused.
 //   - RUNTIME_WATCH_ROOT=false: every file under Root/Subdirectory/
 //     AppDirectory.
 //
@@ -96,16 +98,21 @@ func (r Runtime) Read() ([]File, error) {
 	if !r.WatchRoot || r.TheirsLoadsNothing() != "" {
 		return ReadDir(r.Dir(), r.IgnoreDotFiles)
 	}
-	if err := isDir(r.Dir()); err != nil {
-		return nil, err
+	missing := isDir(r.Dir())
+	if missing != nil && !errors.Is(missing, fs.ErrNotExist) {
+		return nil, missing
 	}
 	prefix := r.AppDirectory + "."
-	return walk(filepath.Join(r.Root, r.Subdirectory), r.IgnoreDotFiles,
+	files, err := walk(filepath.Join(r.Root, r.Subdirectory), r.IgnoreDotFiles,
 		func(key string) bool {
 			key += "."
 			return strings.HasPrefix(key, prefix) || strings.HasPrefix(prefix, key)
 		},
 		func(key string) bool { return strings.HasPrefix(key, prefix) })
+	if err == nil && len(files) == 0 && missing != nil {
+		return nil, missing // theirs would load nothing and allow every request
+	}
+	return files, err
 }
 
 // ReadDir returns every file under dir, subdirectories included, in

@@ -213,11 +213,11 @@ func TestRuntimeRefusesAFileItCannotRead(t *testing.T) {
 }
 
 // TestRuntimeRefusesAMissingAppDirectory: where theirs loads an empty
-// configuration (RUNTIME_WATCH_ROOT=true: goruntime logs the walk's error
-// and loads nothing), Sluice refuses: at start it exits, on a reload it
-// keeps the set in force.
+// configuration (RUNTIME_WATCH_ROOT=true: goruntime logs the walk's error,
+// or finds no file of the set, and loads nothing), Sluice refuses: at
+// start it exits, on a reload it keeps the set in force.
 func TestRuntimeRefusesAMissingAppDirectory(t *testing.T) {
-	base := tree(t, map[string]string{"rl/config.extra.yaml": "domain: extra", "other/config/a.yaml": "domain: a"})
+	base := tree(t, map[string]string{"rl/configx.yaml": "domain: x", "rl/other/a.yaml": "domain: a", "other/config/a.yaml": "domain: a"})
 	for _, rt := range []Runtime{
 		{Root: base, Subdirectory: "rl", AppDirectory: "config", WatchRoot: true},
 		{Root: base, Subdirectory: "nothere", AppDirectory: "config", WatchRoot: true},
@@ -226,5 +226,30 @@ func TestRuntimeRefusesAMissingAppDirectory(t *testing.T) {
 		if files, err := rt.Read(); err == nil || !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%+v: %d files, %v; want the directory's absence", rt, len(files), err)
 		}
+	}
+}
+
+// TestRuntimeWithoutAppDirectoryReadsTheSiblings: with
+// RUNTIME_WATCH_ROOT=true and no app directory, theirs loads the sibling
+// files named AppDirectory.* (goruntime walks Root/Subdirectory), and so
+// does Sluice; without RUNTIME_WATCH_ROOT it walks the app directory
+// alone, and the set is refused.
+func TestRuntimeWithoutAppDirectoryReadsTheSiblings(t *testing.T) {
+	base := tree(t, map[string]string{
+		"rl/config.extra.yaml": "domain: extra",
+		"rl/config.old/c.yaml": "domain: old",
+		"rl/configx.yaml":      "domain: x",
+	})
+	rt := Runtime{Root: base, Subdirectory: "rl", AppDirectory: "config", WatchRoot: true}
+	files, err := rt.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := paths(t, base, files), []string{"rl/config.extra.yaml", "rl/config.old/c.yaml"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q, want %q", got, want)
+	}
+	rt.WatchRoot = false
+	if files, err := rt.Read(); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("RUNTIME_WATCH_ROOT=false: %d files, %v; want the directory's absence", len(files), err)
 	}
 }
