@@ -31,19 +31,27 @@ const prefix = "tenant-a:"
 
 // prefixed wraps a tier's store in a prefixstore, and looks at what it
 // stored under the prefixed keys.
-func prefixed(make func(t *testing.T) sluicetest.Tier) func(t *testing.T) sluicetest.Tier {
+func prefixed(newTier func(t *testing.T) sluicetest.Tier) func(t *testing.T) sluicetest.Tier {
 	return func(t *testing.T) sluicetest.Tier {
-		tier := make(t)
+		tier := newTier(t)
 		store, err := prefixstore.New(tier.Store, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
-		get, ttl := tier.Get, tier.TTL
+		get, ttl, raw := tier.Get, tier.TTL, tier.Raw
 		tier.Name += "/prefixed"
 		tier.Store = store
 		tier.Get = func(ctx context.Context, key string) (string, bool, error) { return get(ctx, prefix+key) }
 		tier.TTL = func(ctx context.Context, key string) (time.Duration, bool, error) { return ttl(ctx, prefix+key) }
-		tier.Raw = nil // Raw runs scripts on the client, past the store
+		if raw != nil { // runs scripts on the client, past the store: the keys prefixed here
+			tier.Raw = func(ctx context.Context, script *sluice.Script, keys []string, args ...string) ([]int64, error) {
+				under := make([]string, len(keys))
+				for i, k := range keys {
+					under[i] = prefix + k
+				}
+				return raw(ctx, script, under, args...)
+			}
+		}
 		return tier
 	}
 }
