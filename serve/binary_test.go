@@ -334,6 +334,24 @@ func testSIGTERMDrainsACallInFlight(t *testing.T, bin string) {
 	require.Contains(t, p.log(), "sluice serve: stopped")
 }
 
+// seriesSum returns the sum of the values of every series of metric name
+// in a Prometheus exposition, failing t when there is none.
+func seriesSum(t *testing.T, exposition, name string) float64 {
+	t.Helper()
+	var sum float64
+	found := false
+	for line := range strings.SplitSeq(exposition, "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		require.NoError(t, err, line)
+		sum, found = sum+v, true
+	}
+	require.True(t, found, "no series of %s in\n%s", name, exposition)
+	return sum
+}
+
 // metricValue returns the value of the sluice_decisions_total series of
 // policy, source and outcome in a Prometheus exposition, or 0 without one.
 func metricValue(t *testing.T, exposition, policy, source, outcome string) float64 {
@@ -358,7 +376,9 @@ func metricValue(t *testing.T, exposition, policy, source, outcome string) float
 // (open and local OK, closed OVER_LIMIT, no gRPC error); and each process's
 // /metrics counts exactly those decisions in sluice_decisions_total by
 // policy, source (store, fallback-open, fallback-local, fallback-closed)
-// and outcome.
+// and outcome, and sluice_redis_connections_* its Redis connections: at
+// least one open while Redis answers, created = open + closed, and at
+// least one closed once the kill broke them.
 func testReadyzAndMetricsWithRedisKilled(t *testing.T, bin string) {
 	server := redistest.StartRedis(t)
 	lenient := startServe(t, bin, `domain: edge
@@ -392,6 +412,13 @@ policies:
 		require.Equal(t, "ok\n", body)
 	}
 
+	// The Redis client's connections, counted as the client makes and
+	// closes them (redisconn.Conns).
+	_, metrics := lenient.get(t, "/metrics")
+	open, created := seriesSum(t, metrics, "sluice_redis_connections_open"), seriesSum(t, metrics, "sluice_redis_connections_created_total")
+	require.GreaterOrEqual(t, open, 1.0, metrics)
+	require.Equal(t, created, open+seriesSum(t, metrics, "sluice_redis_connections_closed_total"), metrics)
+
 	server.Kill()
 	for range outage {
 		ask(lenient, descriptor("user", "u"), ok, false)
@@ -405,7 +432,9 @@ policies:
 	require.Equal(t, http.StatusServiceUnavailable, code, body)
 	require.Contains(t, body, `["closed-p"]`, "names the policy that cannot decide without Redis")
 
-	_, metrics := lenient.get(t, "/metrics")
+	_, metrics = lenient.get(t, "/metrics")
+	require.GreaterOrEqual(t, seriesSum(t, metrics, "sluice_redis_connections_closed_total"), 1.0,
+		"the connections Redis's death broke are closed:\n%s", metrics)
 	for _, c := range []struct {
 		policy, source, outcome string
 		want                    float64

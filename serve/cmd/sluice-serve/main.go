@@ -115,7 +115,7 @@ func serveUntilSignalled(f flags, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
-	store, closeStore, err := openStore(f.redis, logger)
+	store, conns, closeStore, err := openStore(f.redis, logger)
 	if err != nil {
 		return err
 	}
@@ -128,6 +128,11 @@ func serveUntilSignalled(f flags, logger *slog.Logger) error {
 	}
 	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	defer func() { _ = meters.Shutdown(context.Background()) }()
+	if conns != nil {
+		if _, err := conns.Observe(meters.Meter("github.com/sluicehq/sluice/serve/cmd/sluice-serve")); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
 
 	srv, err := serve.New(config, store, meters, logger)
 	if err != nil {
@@ -218,21 +223,23 @@ func watch(srv *serve.Server, path string, loaded []byte, interval time.Duration
 // openStore opens the store --redis names: a URL of one of
 // redisconn.ParseURL's forms (a single server, a Redis Cluster or the
 // primary of a Sentinel group), "auto" (a throwaway redis-server), or ""
-// (the embedded store). It checks that Redis answers.
-func openStore(url string, logger *slog.Logger) (sluice.Store, func(), error) {
+// (the embedded store). It checks that Redis answers. On Redis, the
+// returned Conns counts the client's connections; on the embedded store
+// it is nil.
+func openStore(url string, logger *slog.Logger) (sluice.Store, *redisconn.Conns, func(), error) {
 	if url == "" {
 		store, err := embedded.Start()
 		if err != nil {
-			return nil, nil, fmt.Errorf("embedded store: %w", err)
+			return nil, nil, nil, fmt.Errorf("embedded store: %w", err)
 		}
 		logger.Info("sluice serve: on the embedded store (in process; limits are not shared with other servers)")
-		return store, func() { _ = store.Close() }, nil
+		return store, nil, func() { _ = store.Close() }, nil
 	}
 	stopRedis := func() {}
 	if url == "auto" {
 		server, err := redisproc.Start()
 		if err != nil {
-			return nil, nil, fmt.Errorf("--redis auto: %w", err)
+			return nil, nil, nil, fmt.Errorf("--redis auto: %w", err)
 		}
 		logger.Info("sluice serve: started redis-server", "pid", server.Pid, "addr", server.Addr)
 		url, stopRedis = "redis://"+server.Addr+"/0", server.Stop
@@ -240,13 +247,14 @@ func openStore(url string, logger *slog.Logger) (sluice.Store, func(), error) {
 	spec, err := redisconn.ParseURL(url)
 	if err != nil {
 		stopRedis()
-		return nil, nil, fmt.Errorf("--redis: %w", err)
+		return nil, nil, nil, fmt.Errorf("--redis: %w", err)
 	}
+	spec.Conns = &redisconn.Conns{}
 	store, closeClient, err := redisconn.Open(context.Background(), spec)
 	if err != nil {
 		stopRedis()
-		return nil, nil, fmt.Errorf("--redis: %w", err)
+		return nil, nil, nil, fmt.Errorf("--redis: %w", err)
 	}
 	logger.Info("sluice serve: on Redis", "redis", spec.String())
-	return store, func() { _ = closeClient(); stopRedis() }, nil
+	return store, spec.Conns, func() { _ = closeClient(); stopRedis() }, nil
 }
