@@ -17,10 +17,10 @@ import (
 //   - sluice.redis.connections.closed, a counter
 //     (sluice_redis_connections_closed_total): closed by the client.
 //
-// A pool that stays at its size while closed grows is losing connections
-// (to the server's timeout, CLIENT KILL, failovers); open at the pool's
-// size means calls wait for a connection. The registration lasts as long
-// as the meter provider; Unregister ends it.
+// A pool whose closed count climbs is losing connections (to the
+// server's timeout, CLIENT KILL, failovers); open near the pool's size
+// may mean calls wait for one. The registration lasts as long as the
+// meter provider; Unregister ends it.
 func (c *Conns) Observe(meter metric.Meter) (metric.Registration, error) {
 	open, err := meter.Int64ObservableUpDownCounter("sluice.redis.connections.open",
 		metric.WithDescription("Connections to the Redis servers holding the data, not yet closed."))

@@ -280,8 +280,8 @@ func serveEnvoy(s settings.Settings, poll time.Duration, overlayPath string, log
 		}
 		reloader.reload("SIGHUP")
 	}
-	logger.Info("sluice-serve: shutting down: draining the calls in flight", "signal", sig.String())
 	defer ignoreWhileDraining(signals, logger, "sluice-serve")() // before the deferred signal.Stop
+	logger.Info("sluice-serve: shutting down: draining the calls in flight", "signal", sig.String())
 	stopPoll()
 	stopOverlayPoll()
 	servers.drain(10 * time.Second)

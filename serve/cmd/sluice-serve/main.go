@@ -111,6 +111,13 @@ func run(args []string, stderr io.Writer) int {
 }
 
 func serveUntilSignalled(f flags, logger *slog.Logger) error {
+	// Caught from the start, and until the process ends: a signal sent as
+	// soon as the listeners are announced, or again during the drain or
+	// the closing of the store, must not find the default action (exit).
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(signals)
+
 	config, err := os.ReadFile(f.config)
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
@@ -160,18 +167,15 @@ func serveUntilSignalled(f flags, logger *slog.Logger) error {
 	if f.watch > 0 {
 		stopWatch = watch(srv, f.config, config, f.watch, logger)
 	}
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
-	for sig := range signals {
-		if sig == syscall.SIGHUP {
-			reload(srv, f.config, logger)
-			continue
+	var sig os.Signal
+	for sig = range signals {
+		if sig != syscall.SIGHUP {
+			break
 		}
-		logger.Info("sluice serve: shutting down: draining the calls in flight", "signal", sig.String())
-		break
+		reload(srv, f.config, logger)
 	}
-	defer signal.Stop(signals) // after the drain: see ignoreWhileDraining
-	defer ignoreWhileDraining(signals, logger, "sluice serve")()
+	defer ignoreWhileDraining(signals, logger, "sluice serve")() // before the deferred signal.Stop
+	logger.Info("sluice serve: shutting down: draining the calls in flight", "signal", sig.String())
 	stopWatch()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

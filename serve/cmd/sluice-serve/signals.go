@@ -19,7 +19,7 @@ func ignoreWhileDraining(signals <-chan os.Signal, logger *slog.Logger, prefix s
 		for {
 			select {
 			case sig := <-signals:
-				logger.Info(prefix+": already draining; signal ignored", "signal", sig.String())
+				logger.Warn(prefix+": already draining; signal ignored", "signal", sig.String())
 			case <-done:
 				return
 			}
