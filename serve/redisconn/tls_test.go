@@ -2,14 +2,8 @@ package redisconn_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/serve/internal/testca"
 	"github.com/sluicehq/sluice/serve/redisconn"
 	"github.com/sluicehq/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
@@ -63,39 +58,10 @@ func TestOpenOverTLS(t *testing.T) {
 // trusts the CA.
 func writeCertificates(t *testing.T, dir string) *x509.CertPool {
 	t.Helper()
-	newKey := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		require.NoError(t, err)
-		return k
+	ca := testca.New(t)
+	cert, key := ca.Issue(t, 2, "127.0.0.1", x509.ExtKeyUsageServerAuth)
+	for name, data := range map[string][]byte{"ca.pem": ca.PEM, "server.pem": cert, "server.key": key} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
 	}
-	writePEM := func(name, kind string, der []byte) {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600))
-	}
-	now := time.Now()
-	caKey := newKey()
-	caTemplate := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "redisconn test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(caDER)
-	require.NoError(t, err)
-	serverKey := newKey()
-	serverDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}, ca, &serverKey.PublicKey, caKey)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(serverKey)
-	require.NoError(t, err)
-	writePEM("ca.pem", "CERTIFICATE", caDER)
-	writePEM("server.pem", "CERTIFICATE", serverDER)
-	writePEM("server.key", "EC PRIVATE KEY", keyDER)
-	roots := x509.NewCertPool()
-	roots.AddCert(ca)
-	return roots
+	return ca.Pool()
 }

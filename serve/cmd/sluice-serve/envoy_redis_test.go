@@ -11,6 +11,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/serve/internal/testca"
 	"github.com/sluicehq/sluice/sluicetest/redistest"
 )
 
@@ -62,21 +63,21 @@ func TestEnvoyModeOnSentinel(t *testing.T) {
 // a redis-server that requires one; a server certificate for another name
 // is refused unless REDIS_TLS_SKIP_HOSTNAME_VERIFICATION.
 func TestEnvoyModeOnRedisOverTLS(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testca.New(t)
 	dir := t.TempDir()
 	write := func(name string, data []byte) string {
 		path := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(path, data, 0o600))
 		return path
 	}
-	caFile := write("ca.crt", ca.pem)
-	clientCert, clientKey := ca.issue(t, 2, "sluice-serve", x509.ExtKeyUsageClientAuth)
+	caFile := write("ca.crt", ca.PEM)
+	clientCert, clientKey := ca.Issue(t, 2, "sluice-serve", x509.ExtKeyUsageClientAuth)
 	clientCertFile, clientKeyFile := write("client.crt", clientCert), write("client.key", clientKey)
 
 	// redis starts a redis-server whose TLS certificate is for name, and
 	// returns its TLS address.
 	redis := func(name string) string {
-		cert, key := ca.issue(t, 3, name, x509.ExtKeyUsageServerAuth)
+		cert, key := ca.Issue(t, 3, name, x509.ExtKeyUsageServerAuth)
 		addr := freeAddr(t)
 		_, port, err := net.SplitHostPort(addr)
 		require.NoError(t, err)

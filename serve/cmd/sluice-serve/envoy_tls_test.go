@@ -2,15 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,59 +14,20 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/sluicehq/sluice/serve/internal/testca"
 )
-
-// testCA issues certificates for the tests.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue returns the PEM certificate and key of name (a DNS name, or
-// 127.0.0.1 as an IP), for usage.
-func (ca *testCA) issue(t *testing.T, serial int64, name string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-		ExtKeyUsage: []x509.ExtKeyUsage{usage}, KeyUsage: x509.KeyUsageDigitalSignature,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	if ip := net.ParseIP(name); ip != nil {
-		tmpl.IPAddresses = []net.IP{ip}
-	} else {
-		tmpl.DNSNames = []string{name}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-}
 
 // TestEnvoyModeGRPCOverTLS: GRPC_SERVER_USE_TLS with a client CA and SAN
 // admits only a client certificate of that CA for that name, and a new
 // server certificate written in its directory is served to new
 // connections.
 func TestEnvoyModeGRPCOverTLS(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testca.New(t)
 	dir := t.TempDir()
 	certFile, keyFile, caFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(t.TempDir(), "ca.crt")
 	writeServer := func(serial int64) {
-		c, k := ca.issue(t, serial, "127.0.0.1", x509.ExtKeyUsageServerAuth)
+		c, k := ca.Issue(t, serial, "127.0.0.1", x509.ExtKeyUsageServerAuth)
 		// The key first, then the certificate renamed in: a reload sees a
 		// matching pair.
 		require.NoError(t, os.WriteFile(keyFile+".new", k, 0o600))
@@ -82,7 +36,7 @@ func TestEnvoyModeGRPCOverTLS(t *testing.T) {
 		require.NoError(t, os.Rename(certFile+".new", certFile))
 	}
 	writeServer(10)
-	require.NoError(t, os.WriteFile(caFile, ca.pem, 0o600))
+	require.NoError(t, os.WriteFile(caFile, ca.PEM, 0o600))
 
 	_, env := runtimeEnv(t, limits(2))
 	p := startEnvoy(t, append(env, "GRPC_SERVER_USE_TLS=true", "GRPC_SERVER_TLS_CERT="+certFile, "GRPC_SERVER_TLS_KEY="+keyFile,
@@ -90,11 +44,11 @@ func TestEnvoyModeGRPCOverTLS(t *testing.T) {
 	addr := envoyListening.FindStringSubmatch(p.logs())[1]
 
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	roots.AddCert(ca.Cert)
 	clientConfig := func(name string) *tls.Config {
 		c := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 		if name != "" {
-			certPEM, keyPEM := ca.issue(t, 20, name, x509.ExtKeyUsageClientAuth)
+			certPEM, keyPEM := ca.Issue(t, 20, name, x509.ExtKeyUsageClientAuth)
 			pair, err := tls.X509KeyPair(certPEM, keyPEM)
 			require.NoError(t, err)
 			c.Certificates = []tls.Certificate{pair}
