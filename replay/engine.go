@@ -208,7 +208,7 @@ func (rd *reader) read() {
 		if mask == 0 {
 			in.Unmatched++
 		} else {
-			batch = append(batch, item{key: rec.Key, now: now, cost: rec.Cost, line: rec.Line, policies: mask,
+			batch = append(batch, item{key: rec.Key, keys: rec.Keys, now: now, cost: rec.Cost, line: rec.Line, policies: mask,
 				method: rec.Method, path: rec.Path, route: rec.Route})
 			if len(batch) == batchSize && !send() {
 				return

@@ -21,8 +21,8 @@ import (
 // cannot be known from an access log, and is refused. Decorators do not
 // change what a policy decides (coalesce is exact) or change it in ways
 // only the running processes know (lease, shards, fallback), and are not
-// replayed. Each policy says how the file keys it (Policy.KeyedBy): the
-// replay keys every record one way, the reader's.
+// replayed. Each policy says how the file keys it (Policy.KeyedBy); the
+// caller reads the log's keys to match and sets Policy.KeyIndex.
 func LoadPolicies(data []byte) ([]Policy, error) {
 	store, err := memstore.New()
 	if err != nil {

@@ -51,9 +51,14 @@ type Policy struct {
 	// Policy.Costs: one budget, charged more by some routes.
 	Costs []RouteCost
 	// KeyedBy is how a policy file keys the policy: "remote-addr" or
-	// "header:Name" (LoadPolicies sets it). The replay keys every record
-	// one way, the reader's; the caller checks that the two agree.
+	// "header:Name" (LoadPolicies sets it). The replay keys the policy by
+	// the record's key KeyIndex; the caller checks that the two agree.
 	KeyedBy string
+	// KeyIndex is which of a record's keys keys the policy: 0 is
+	// Record.Key, i > 0 is Record.Keys[i] (a reader with
+	// accesslog.Options.KeysFrom, one key per way the policies are
+	// keyed). A record without that key ends the replay with an error.
+	KeyIndex int
 	// Shadow: a dry run (httplimit's Policy.Shadow). Its denials are
 	// reported but stop nothing: the policies after it see every request.
 	Shadow bool
@@ -172,6 +177,9 @@ func (cfg *Config) check() ([]subject, *routeMatcher, error) {
 		names[p.Name] = true
 		if p.Cost < 0 {
 			return nil, nil, fmt.Errorf("replay: policy %q: cost %d is negative", p.Name, p.Cost)
+		}
+		if p.KeyIndex < 0 {
+			return nil, nil, fmt.Errorf("replay: policy %q: key index %d is negative", p.Name, p.KeyIndex)
 		}
 		for _, c := range p.Costs {
 			if c.Cost < 1 {

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -11,8 +12,9 @@ import (
 // item is one record as every run reads it.
 type item struct {
 	key      string
-	now      int64 // Unix microseconds, never earlier than the previous item's
-	cost     int64 // the record's cost
+	keys     []string // the record's keys, when it has several (Record.Keys)
+	now      int64    // Unix microseconds, never earlier than the previous item's
+	cost     int64    // the record's cost
 	line     int64
 	policies uint64 // the policies it is subject to, one bit each
 	method   string
@@ -28,6 +30,7 @@ type run struct {
 	costs    *costMatcher
 	tierOf   func(string) string
 	tier     string
+	keyIndex int // the record's key that keys the policy (Policy.KeyIndex)
 	main     *decider
 	ladder   []*decider
 	ladLimit []sluice.Limit // the ladder's limits
@@ -108,7 +111,7 @@ type worstWindow struct {
 func newRun(sub subject, p Policy, cfg *Config) *run {
 	main, _ := newDecider(sub.algorithm, sub.limit) // checked by Config.check
 	costs, _ := newCostMatcher(p)                   // checked by Config.check
-	r := &run{sub: sub, name: p.Name, costs: costs, tierOf: p.TierOf, tier: p.Tier, main: main, periodUs: sub.limit.PeriodMicros(),
+	r := &run{sub: sub, name: p.Name, costs: costs, tierOf: p.TierOf, tier: p.Tier, keyIndex: p.KeyIndex, main: main, periodUs: sub.limit.PeriodMicros(),
 		keys: map[string]*keyStat{}, maxKeys: cfg.MaxKeys, observe: cfg.Observe, jobs: make(chan job, 4)}
 	if r.maxKeys == 0 {
 		r.maxKeys = defaultMaxKeys
@@ -137,31 +140,43 @@ func (r *run) feed(batch []item, blocked, stops []bool) {
 	bit := uint64(1) << r.sub.policy
 	for i := range batch {
 		it := &batch[i]
-		if it.policies&bit == 0 || blocked != nil && blocked[i] || r.err != nil || r.tierOf != nil && r.tierOf(it.key) != r.tier {
+		if it.policies&bit == 0 || blocked != nil && blocked[i] || r.err != nil {
 			continue
 		}
-		if allowed := r.decide(it); stops != nil && !allowed {
+		key := it.key
+		if r.keyIndex > 0 {
+			if r.keyIndex >= len(it.keys) {
+				r.err = fmt.Errorf("replay: policy %q is keyed by the record's key %d, and line %d has %d", r.name, r.keyIndex, it.line, max(len(it.keys), 1))
+				continue
+			}
+			key = it.keys[r.keyIndex]
+		}
+		if r.tierOf != nil && r.tierOf(key) != r.tier {
+			continue
+		}
+		if allowed := r.decide(it, key); stops != nil && !allowed {
 			stops[i] = true
 		}
 	}
 }
 
-// decide decides one item and reports whether it was allowed.
-func (r *run) decide(it *item) bool {
+// decide decides one item, keyed by key, and reports whether it was
+// allowed.
+func (r *run) decide(it *item, key string) bool {
 	policyCost := r.costs.of(it.method, it.path, it.route)
 	cost := it.cost * policyCost
 	if it.cost > sluice.MaxBurst/policyCost {
 		cost = sluice.MaxBurst + 1 // beyond any capacity, without overflow
 	}
-	ks := r.keys[it.key]
+	ks := r.keys[key]
 	if ks == nil {
 		if len(r.keys) >= r.sweepAt {
 			r.fold(it.now)
 		}
 		ks = &keyStat{first: it.now, ring: windowRing{head: it.now / r.subUs}}
-		r.keys[it.key] = ks
+		r.keys[key] = ks
 		r.peakKeys = max(r.peakKeys, len(r.keys))
-		r.seen.add(it.key)
+		r.seen.add(key)
 	}
 	ks.last = it.now
 	ks.requests++
@@ -171,7 +186,7 @@ func (r *run) decide(it *item) bool {
 		r.timeline.start, r.timeline.step = it.now, int64(time.Second/time.Microsecond)
 	}
 
-	allowed, over, err := r.main.decide(it.key, it.now, cost)
+	allowed, over, err := r.main.decide(key, it.now, cost)
 	if err != nil {
 		// The twins fail only on state they did not write or on a limit
 		// Config.check refused: a bug, reported as the replay's error.
@@ -183,13 +198,13 @@ func (r *run) decide(it *item) bool {
 		r.allowed++
 		slot := it.now / r.subUs
 		if n := ks.ring.add(slot, cost); n > r.worst.admitted {
-			r.worst = worstWindow{key: it.key, start: (slot - ringSlots + 1) * r.subUs, admitted: n}
+			r.worst = worstWindow{key: key, start: (slot - ringSlots + 1) * r.subUs, admitted: n}
 		}
 	default:
 		r.denied++
 		ks.denied++
 		if ks.denied == 1 {
-			r.deniedSeen.add(it.key)
+			r.deniedSeen.add(key)
 		}
 		if over {
 			r.over++
@@ -197,19 +212,19 @@ func (r *run) decide(it *item) bool {
 	}
 	r.timeline.add(it.now, allowed)
 	for i, d := range r.ladder {
-		if ok, _, err := d.decide(it.key, it.now, cost); err != nil {
+		if ok, _, err := d.decide(key, it.now, cost); err != nil {
 			r.err = err
 			return false
 		} else if !ok {
 			r.ladderDen[i]++
 			if ks.ladder&(1<<i) == 0 {
 				ks.ladder |= 1 << i
-				r.ladderSeen[i].add(it.key)
+				r.ladderSeen[i].add(key)
 			}
 		}
 	}
 	if r.observe != nil {
-		r.observe(Decision{Policy: r.name, Algorithm: r.sub.algorithm, Line: it.line, Key: it.key,
+		r.observe(Decision{Policy: r.name, Algorithm: r.sub.algorithm, Line: it.line, Key: key,
 			Time: time.UnixMicro(it.now).UTC(), Cost: cost, Allowed: allowed, OverCapacity: over})
 	}
 	return allowed

@@ -38,6 +38,8 @@ type replayConfig struct {
 	policies, limit, algorithm, algorithms, routes string
 	burst, cost                                    int64
 	format, key                                    string
+	keyOf                                          keyOfFlag
+	keysFrom                                       []string // the reader's keys: --key, or one per way the policies are keyed
 	fields                                         accesslog.FieldNames
 	target                                         string
 	top, maxKeys                                   int
@@ -57,6 +59,8 @@ func newReplayFlagSet(c *replayConfig) *flag.FlagSet {
 	fs.StringVar(&c.algorithms, "algorithms", "", "comma-separated `algorithms` to replay under (default: all five)")
 	fs.StringVar(&c.format, "format", "auto", "the log's `format`: auto, common, combined, json or csv")
 	fs.StringVar(&c.key, "key", "client", "what keys a request: `client` (its address, IPv6 by /64) or a logged field")
+	c.keyOf = keyOfFlag{}
+	fs.Var(c.keyOf, "key-of", "with --policies keyed by several headers: `HEADER=FIELD`, the log field holding a header (repeat it)")
 	fs.StringVar(&c.fields.Time, "field-time", "", "JSON/CSV: the time field (default time)")
 	fs.StringVar(&c.fields.Client, "field-client", "", "JSON/CSV: the client address field (default remote_addr)")
 	fs.StringVar(&c.fields.Route, "field-route", "", "JSON/CSV: the route field (default route)")
@@ -138,10 +142,16 @@ func parseReplayFlags(args []string) (replayConfig, replay.Config, error) {
 		if cfg.Policies, err = replay.LoadPolicies(data); err != nil {
 			return c, cfg, err
 		}
-		if err := checkKeys(cfg.Policies, c.key, keySet); err != nil {
+		keys, err := keyPolicies(cfg.Policies, c.key, keySet, c.keyOf)
+		if err != nil {
 			return c, cfg, err
 		}
+		c.keysFrom = keys
 	case c.limit != "":
+		if len(c.keyOf) > 0 {
+			return c, cfg, errors.New("--key-of names the field of a policy file's header: with --limit, give --key")
+		}
+		c.keysFrom = []string{c.key}
 		limit, err := parseLimit(c.limit, c.burst)
 		if err != nil {
 			return c, cfg, err
@@ -173,33 +183,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// checkKeys refuses a replay that would key a policy otherwise than its
-// file does: the replay keys every record one way (--key), so every policy
-// must be keyed alike, by client address (--key client, the default) or by
-// one header, logged in the field --key names.
-func checkKeys(policies []replay.Policy, key string, keySet bool) error {
-	first := map[string]string{} // KeyedBy -> the first policy keyed so
-	var kinds []string
-	for _, p := range policies {
-		if _, seen := first[p.KeyedBy]; !seen {
-			first[p.KeyedBy] = p.Name
-			kinds = append(kinds, p.KeyedBy)
-		}
-	}
-	switch {
-	case len(kinds) > 1:
-		return fmt.Errorf("policy %q keys by %s and policy %q by %s: a replay keys every policy one way; replay them separately",
-			first[kinds[0]], kinds[0], first[kinds[1]], kinds[1])
-	case len(kinds) == 0:
-		return nil
-	case kinds[0] == "remote-addr" && key != "client":
-		return fmt.Errorf("policy %q keys by client address, but --key %s keys by a logged field: leave --key out", first[kinds[0]], key)
-	case kinds[0] != "remote-addr" && (!keySet || key == "client"):
-		return fmt.Errorf("policy %q keys by %s: give --key with the log field that holds it", first[kinds[0]], kinds[0])
-	}
-	return nil
 }
 
 // parseLimit reads "100/1m" (or "100/m", "100/minute") and a burst.
@@ -271,7 +254,10 @@ func runReplay(ctx context.Context, c replayConfig, cfg replay.Config, stdin io.
 		}
 	}
 	format, _ := accesslog.ParseFormat(c.format)
-	opts := accesslog.Options{Format: format, Fields: c.fields, KeyFrom: keyFrom(c.key)}
+	opts := accesslog.Options{Format: format, Fields: c.fields, KeyFrom: c.keysFrom[0]}
+	if len(c.keysFrom) > 1 {
+		opts.KeysFrom = c.keysFrom
+	}
 	files, reordered, err := oldestFirst(c.files, opts)
 	if err != nil {
 		return err
@@ -326,13 +312,6 @@ func runReplay(ctx context.Context, c replayConfig, cfg replay.Config, stdin io.
 		return replay.WriteMarkdown(stdout, rep)
 	}
 	return replay.WriteText(stdout, rep)
-}
-
-func keyFrom(key string) string {
-	if key == "client" {
-		return ""
-	}
-	return key
 }
 
 func writeJSON(w io.Writer, rep *replay.Report) error {

@@ -290,7 +290,8 @@ func TestReplayKeysPoliciesAsTheirFileDoes(t *testing.T) {
 	byHeader := writeTemp(t, "h.yaml", []byte("policies:\n  - name: tenant\n    key: header:X-Tenant\n    rate: 5\n    period: 1s\n"))
 	mixed := writeTemp(t, "m.yaml", []byte("policies:\n  - name: ip\n    rate: 5\n    period: 1s\n  - name: tenant\n    key: header:X-Tenant\n    rate: 5\n    period: 1s\n"))
 	byClient := writeTemp(t, "c.yaml", []byte("policies:\n  - name: ip\n    rate: 5\n    period: 1s\n"))
-	log := writeTemp(t, "a.jsonl", []byte(`{"time":"2026-11-24T09:00:00Z","remote_addr":"192.0.2.1","tenant":"acme"}`+"\n"))
+	twoHeaders := writeTemp(t, "t.yaml", []byte("policies:\n  - name: tenant\n    key: header:X-Tenant\n    rate: 5\n    period: 1s\n  - name: user\n    key: header:X-User\n    rate: 5\n    period: 1s\n"))
+	log := writeTemp(t, "a.jsonl", []byte(`{"time":"2026-11-24T09:00:00Z","remote_addr":"192.0.2.1","tenant":"acme","user":"ann"}`+"\n"))
 	for _, c := range []struct {
 		args []string
 		code int
@@ -298,7 +299,13 @@ func TestReplayKeysPoliciesAsTheirFileDoes(t *testing.T) {
 	}{
 		{[]string{"--policies", byHeader, log}, 2, `policy "tenant" keys by header:X-Tenant: give --key`},
 		{[]string{"--policies", byHeader, "--key", "client", log}, 2, "give --key"},
-		{[]string{"--policies", mixed, "--key", "tenant", log}, 2, `policy "ip" keys by remote-addr and policy "tenant" by header:X-Tenant`},
+		{[]string{"--policies", mixed, log}, 2, `policy "tenant" keys by header:X-Tenant: give --key`},
+		{[]string{"--policies", mixed, "--key", "tenant", log}, 0, ""},
+		{[]string{"--policies", twoHeaders, "--key", "tenant", log}, 2, `policy "tenant" keys by header:X-Tenant, and other policies by other headers: give --key-of X-Tenant=FIELD`},
+		{[]string{"--policies", twoHeaders, "--key-of", "x-tenant=tenant", "--key-of", "X-User=user", log}, 0, ""},
+		{[]string{"--policies", mixed, "--key", "tenant", "--key-of", "X-Other=other", log}, 2, "--key-of X-Other: no policy keys by header:X-Other"},
+		{[]string{"--policies", mixed, "--key-of", "X-Tenant", log}, 2, `"X-Tenant": want HEADER=FIELD`},
+		{[]string{"--limit", "5/1s", "--key-of", "X-Tenant=tenant", log}, 2, "with --limit, give --key"},
 		{[]string{"--policies", byClient, "--key", "tenant", log}, 2, "leave --key out"},
 		{[]string{"--policies", byHeader, "--key", "tenant", log}, 0, ""},
 		{[]string{"--policies", byClient, log}, 0, ""},
@@ -311,6 +318,26 @@ func TestReplayKeysPoliciesAsTheirFileDoes(t *testing.T) {
 			require.Contains(t, out, "replayed 1 records")
 		}
 	}
+}
+
+// TestReplayKeysEachPolicyByItsOwnKey: a file with a policy per client
+// address and one per tenant header replays both at once, each keyed by
+// its own: a tenant whose requests come from many addresses is denied
+// under its policy, and no address is.
+func TestReplayKeysEachPolicyByItsOwnKey(t *testing.T) {
+	mixed := writeTemp(t, "m.yaml", []byte("policies:\n  - name: ip\n    algorithm: fixedwindow\n    rate: 2\n    period: 1m\n  - name: tenant\n    key: header:X-Tenant\n    algorithm: fixedwindow\n    rate: 3\n    period: 1m\n"))
+	var b strings.Builder
+	for i := range 5 { // five addresses, one tenant, in one minute
+		fmt.Fprintf(&b, `{"time":"2026-11-24T09:00:%02dZ","remote_addr":"192.0.2.%d","tenant":"acme"}`+"\n", i, i+1)
+	}
+	log := writeTemp(t, "a.jsonl", []byte(b.String()))
+	code, out, stderr := replayCLI(t, "", "--policies", mixed, "--key", "tenant", "--algorithms", "fixedwindow", "--json", "-", log)
+	require.Equal(t, 0, code, stderr)
+	denied := map[string]int64{}
+	for _, r := range decodeReport(t, out).Results {
+		denied[r.Policy] = r.Denied
+	}
+	require.Equal(t, map[string]int64{"ip": 0, "tenant": 2}, denied)
 }
 
 func TestReplayRefusesAnUnreadableLog(t *testing.T) {

@@ -30,8 +30,11 @@ const MaxLineBytes = 64 << 10
 
 // Record is one request of an access log.
 type Record struct {
-	Time   time.Time
-	Key    string // the rate-limiting key, as httplimit derives it
+	Time time.Time
+	Key  string // the rate-limiting key, as httplimit derives it
+	// Keys, with Options.KeysFrom, are the record's keys, one per entry
+	// in its order (Key is Keys[0]); nil otherwise.
+	Keys   []string
 	Route  string // a logged route (JSON and CSV only), or ""
 	Method string // "" if not logged
 	Path   string // the request path, without its query string
@@ -141,6 +144,12 @@ type Options struct {
 	// a field; in the common and combined formats it is "user",
 	// "referer" or "user_agent" (the last two combined only).
 	KeyFrom string
+	// KeysFrom, when not empty, keys every record several ways, as many
+	// policies keyed differently (by client address, by a tenant's
+	// header) need: one key per entry, each chosen as KeyFrom chooses,
+	// in Record.Keys; KeyFrom is then ignored. A line missing any of
+	// them is skipped.
+	KeysFrom []string
 	// MaxLineErrors is how many LineErrors Skipped keeps (all are
 	// counted); 0 means 100, a negative value none.
 	MaxLineErrors int
@@ -168,13 +177,13 @@ type Reader struct {
 	skipped int64
 	first   []LineError
 
-	clfKey   int    // which CLF field keys: clfClient, clfUser, ...
-	keyField string // JSON and CSV: the field that keys, "" for the client address
+	keySpecs []keySpec // how each key of a record is chosen, in order
 	keyReq   http.Request
 	keyAddr  httplimit.KeyFunc
 	keyHdr   httplimit.KeyFunc
 	hdrVal   []string
-	keys     map[string]string // raw value -> key, bounded by maxKeyCache
+	addrKeys map[string]string // client address -> key, bounded by maxKeyCache
+	valKeys  map[string]string // logged value -> key, likewise
 	zones    zoneCache
 
 	csv csvState
@@ -216,7 +225,7 @@ func NewReader(r io.Reader, opts Options) (*Reader, error) {
 		br.Discard(3) // a UTF-8 byte order mark, as spreadsheets write
 	}
 	rd := &Reader{br: br, gz: gz, opts: opts, fields: opts.Fields.withDefaults(), format: opts.Format,
-		maxErrs: opts.MaxLineErrors, keys: make(map[string]string)}
+		maxErrs: opts.MaxLineErrors, addrKeys: make(map[string]string), valKeys: make(map[string]string)}
 	if rd.maxErrs == 0 {
 		rd.maxErrs = 100
 	}
@@ -237,40 +246,70 @@ func NewReader(r io.Reader, opts Options) (*Reader, error) {
 	return rd, nil
 }
 
+// keySpec is how one key of a record is chosen: a CLF field (clfClient,
+// clfUser, ...) in the common and combined formats, a field in JSON and
+// CSV ("" for the client address).
+type keySpec struct {
+	clf   int
+	field string
+}
+
 func (rd *Reader) setup() error {
+	from := rd.opts.KeysFrom
+	if len(from) == 0 {
+		from = []string{rd.opts.KeyFrom}
+	}
+	for _, name := range from {
+		spec, err := rd.keySpec(name)
+		if err != nil {
+			return err
+		}
+		rd.keySpecs = append(rd.keySpecs, spec)
+	}
 	switch rd.format {
-	case Common, Combined:
-		switch rd.opts.KeyFrom {
-		case "", "client":
-			rd.clfKey = clfClient
-		case "user":
-			rd.clfKey = clfUser
-		case "referer", "user_agent":
-			if rd.format != Combined {
-				return fmt.Errorf("accesslog: the key field %q needs the combined format, not common", rd.opts.KeyFrom)
-			}
-			rd.clfKey = clfReferer
-			if rd.opts.KeyFrom == "user_agent" {
-				rd.clfKey = clfAgent
-			}
-		default:
-			if rd.format == Common {
-				return fmt.Errorf("accesslog: the key field %q is not in the common format: key by client or user (referer and user_agent need the combined format)", rd.opts.KeyFrom)
-			}
-			return fmt.Errorf("accesslog: the key field %q is not in the combined format: key by client, user, referer or user_agent", rd.opts.KeyFrom)
-		}
 	case JSON, CSV:
-		if rd.opts.KeyFrom != "client" {
-			rd.keyField = rd.opts.KeyFrom
-		}
 		f := rd.fields
-		rd.js.init(f.Time, f.Client, f.Route, f.Method, f.Path, f.Cost, rd.keyField)
+		names := []string{f.Time, f.Client, f.Route, f.Method, f.Path, f.Cost}
+		for _, spec := range rd.keySpecs {
+			names = append(names, spec.field)
+		}
+		rd.js.init(names...)
 		if rd.format == JSON {
 			return nil
 		}
 		return rd.readCSVHeader()
 	}
 	return nil
+}
+
+// keySpec returns how the key name (as Options.KeyFrom names it) is
+// chosen in the format being read.
+func (rd *Reader) keySpec(name string) (keySpec, error) {
+	switch rd.format {
+	case Common, Combined:
+		switch name {
+		case "", "client":
+			return keySpec{clf: clfClient}, nil
+		case "user":
+			return keySpec{clf: clfUser}, nil
+		case "referer", "user_agent":
+			if rd.format != Combined {
+				return keySpec{}, fmt.Errorf("accesslog: the key field %q needs the combined format, not common", name)
+			}
+			if name == "user_agent" {
+				return keySpec{clf: clfAgent}, nil
+			}
+			return keySpec{clf: clfReferer}, nil
+		}
+		if rd.format == Common {
+			return keySpec{}, fmt.Errorf("accesslog: the key field %q is not in the common format: key by client or user (referer and user_agent need the combined format)", name)
+		}
+		return keySpec{}, fmt.Errorf("accesslog: the key field %q is not in the combined format: key by client, user, referer or user_agent", name)
+	}
+	if name == "client" {
+		name = ""
+	}
+	return keySpec{field: name}, nil
 }
 
 // Format returns the format being read (the detected one under Auto).
@@ -321,9 +360,25 @@ func (rd *Reader) skip(reason string) {
 	}
 }
 
+// recordKeys returns a record's key and, with several, its keys, each
+// chosen by keyOf from its spec, or the reason for skipping the line.
+func (rd *Reader) recordKeys(keyOf func(keySpec) (key, reason string)) (key string, keys []string, reason string) {
+	if len(rd.keySpecs) == 1 {
+		key, reason = keyOf(rd.keySpecs[0])
+		return key, nil, reason
+	}
+	keys = make([]string, len(rd.keySpecs))
+	for i, spec := range rd.keySpecs {
+		if keys[i], reason = keyOf(spec); reason != "" {
+			return "", nil, reason
+		}
+	}
+	return keys[0], keys, ""
+}
+
 // clientKey keys by a client address as httplimit.RemoteAddr does.
 func (rd *Reader) clientKey(addr []byte) (string, string) {
-	if k, ok := rd.keys[string(addr)]; ok {
+	if k, ok := rd.addrKeys[string(addr)]; ok {
 		return k, ""
 	}
 	rd.keyReq.RemoteAddr = string(addr)
@@ -331,7 +386,7 @@ func (rd *Reader) clientKey(addr []byte) (string, string) {
 	if err != nil {
 		return "", fmt.Sprintf("client address %q is not an IP address", truncate(addr))
 	}
-	rd.remember(rd.keyReq.RemoteAddr, k)
+	remember(rd.addrKeys, rd.keyReq.RemoteAddr, k)
 	return k, ""
 }
 
@@ -340,7 +395,7 @@ func (rd *Reader) valueKey(name string, v []byte) (string, string) {
 	if len(v) == 0 {
 		return "", fmt.Sprintf("no key: %s is empty or missing", name)
 	}
-	if k, ok := rd.keys[string(v)]; ok {
+	if k, ok := rd.valKeys[string(v)]; ok {
 		return k, ""
 	}
 	rd.hdrVal[0] = string(v)
@@ -348,15 +403,15 @@ func (rd *Reader) valueKey(name string, v []byte) (string, string) {
 	if err != nil {
 		return "", fmt.Sprintf("no key: %s: %v", name, err)
 	}
-	rd.remember(rd.hdrVal[0], k)
+	remember(rd.valKeys, rd.hdrVal[0], k)
 	return k, ""
 }
 
-func (rd *Reader) remember(raw, key string) {
-	if len(rd.keys) >= maxKeyCache {
-		clear(rd.keys)
+func remember(cache map[string]string, raw, key string) {
+	if len(cache) >= maxKeyCache {
+		clear(cache)
 	}
-	rd.keys[raw] = key
+	cache[raw] = key
 }
 
 // truncate bounds a value quoted in a reason.

@@ -165,7 +165,7 @@ func TestFormats(t *testing.T) {
 					t.Errorf("record %d: time %v, want %v", i, got.Time, want.Time)
 				}
 				got.Time, want.Time = time.Time{}, time.Time{}
-				if got != want {
+				if !reflect.DeepEqual(got, want) {
 					t.Errorf("record %d:\n got %+v\nwant %+v", i, got, want)
 				}
 			}

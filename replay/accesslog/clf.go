@@ -115,31 +115,30 @@ func (rd *Reader) parseCLF(line []byte, rec *Record) string {
 	if !ok {
 		return fmt.Sprintf("request line %q is not METHOD PATH PROTOCOL", truncate(l.request))
 	}
-	var key string
-	switch rd.clfKey {
-	case clfClient:
-		key, reason = rd.clientKey(l.host)
-	case clfUser:
-		if string(l.user) == "-" {
-			l.user = nil
+	key, keys, reason := rd.recordKeys(func(spec keySpec) (string, string) {
+		switch spec.clf {
+		case clfUser:
+			return rd.valueKey("user", dash(l.user))
+		case clfReferer:
+			return rd.valueKey("referer", dash(l.referer))
+		case clfAgent:
+			return rd.valueKey("user_agent", dash(l.agent))
 		}
-		key, reason = rd.valueKey("user", l.user)
-	case clfReferer:
-		if string(l.referer) == "-" {
-			l.referer = nil
-		}
-		key, reason = rd.valueKey("referer", l.referer)
-	case clfAgent:
-		if string(l.agent) == "-" {
-			l.agent = nil
-		}
-		key, reason = rd.valueKey("user_agent", l.agent)
-	}
+		return rd.clientKey(l.host)
+	})
 	if reason != "" {
 		return reason
 	}
-	*rec = Record{Time: t, Key: key, Method: internMethod(method), Path: pathOf(target), Cost: 1}
+	*rec = Record{Time: t, Key: key, Keys: keys, Method: internMethod(method), Path: pathOf(target), Cost: 1}
 	return ""
+}
+
+// dash returns v, or nil for "-", CLF's empty value.
+func dash(v []byte) []byte {
+	if string(v) == "-" {
+		return nil
+	}
+	return v
 }
 
 // splitRequest splits "METHOD TARGET PROTOCOL" (or "METHOD TARGET", as

@@ -107,11 +107,15 @@ func (rd *Reader) readCSVHeader() error {
 		}
 		c.columns[name] = i
 	}
-	keyCol, keyWhat := rd.fields.Client, "the client address"
-	if rd.keyField != "" {
-		keyCol, keyWhat = rd.keyField, "the key field"
+	needs := [][2]string{{rd.fields.Time, "the time"}}
+	for _, spec := range rd.keySpecs {
+		if spec.field == "" {
+			needs = append(needs, [2]string{rd.fields.Client, "the client address"})
+		} else {
+			needs = append(needs, [2]string{spec.field, "the key field"})
+		}
 	}
-	for _, need := range [][2]string{{rd.fields.Time, "the time"}, {keyCol, keyWhat}} {
+	for _, need := range needs {
 		if _, ok := c.columns[need[0]]; !ok {
 			return fmt.Errorf("accesslog: CSV header (line %d) has no %q column for %s (columns: %s)", rd.line, need[0], need[1], truncate(line))
 		}

@@ -1,6 +1,7 @@
 package accesslog
 
 import (
+	"reflect"
 	"testing"
 	"time"
 )
@@ -25,7 +26,7 @@ func TestCSVTrimsSpacesAroundCells(t *testing.T) {
 			t.Errorf("record %d: time %v", i, recs[i].Time)
 		}
 		recs[i].Time, want[i].Time = time.Time{}, time.Time{}
-		if recs[i] != want[i] {
+		if !reflect.DeepEqual(recs[i], want[i]) {
 			t.Errorf("record %d:\n got %+v\nwant %+v", i, recs[i], want[i])
 		}
 	}

@@ -214,29 +214,27 @@ func (rd *Reader) fill(rec *Record, get func(name string) (v []byte, isStr bool,
 	if !ok {
 		return fmt.Sprintf("time %q is not RFC 3339, 2006-01-02 15:04:05, [02/Jan/2006:15:04:05 -0700] or a Unix time", truncate(tv))
 	}
-	var key string
-	if name := rd.keyField; name != "" {
-		kv, _, reason := get(name)
-		if reason != "" {
-			return reason
+	key, keys, reason := rd.recordKeys(func(spec keySpec) (string, string) {
+		if spec.field != "" {
+			kv, _, reason := get(spec.field)
+			if reason != "" {
+				return "", reason
+			}
+			return rd.valueKey(fmt.Sprintf("field %q", spec.field), kv)
 		}
-		key, reason = rd.valueKey(fmt.Sprintf("field %q", name), kv)
-		if reason != "" {
-			return reason
-		}
-	} else {
 		kv, _, reason := get(f.Client)
 		if reason != "" {
-			return reason
+			return "", reason
 		}
 		if kv == nil {
-			return fmt.Sprintf("no %q field (the client address)", f.Client)
+			return "", fmt.Sprintf("no %q field (the client address)", f.Client)
 		}
-		if key, reason = rd.clientKey(kv); reason != "" {
-			return reason
-		}
+		return rd.clientKey(kv)
+	})
+	if reason != "" {
+		return reason
 	}
-	*rec = Record{Time: t, Key: key, Cost: 1}
+	*rec = Record{Time: t, Key: key, Keys: keys, Cost: 1}
 	rv, _, reason := get(f.Route)
 	if reason != "" {
 		return reason
