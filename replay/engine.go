@@ -194,6 +194,14 @@ func (rd *reader) read() {
 			in.addSkipped(accesslog.LineError{Line: rec.Line, Reason: fmt.Sprintf("time %s is outside 1970-2099", rec.Time.Format(time.RFC3339))})
 			continue
 		}
+		mask := rd.routes.match(&rec)
+		if rec.Keys != nil {
+			var refused string
+			if mask, refused = rd.keyed(mask, rec.Keys); refused != "" {
+				in.addSkipped(accesslog.LineError{Line: rec.Line, Reason: refused})
+				continue
+			}
+		}
 		in.Records++
 		if now < last {
 			in.OutOfOrder++
@@ -204,7 +212,6 @@ func (rd *reader) read() {
 			in.First = rec.Time.UTC()
 		}
 		in.Last = time.UnixMicro(now).UTC()
-		mask := rd.routes.match(&rec)
 		if mask == 0 {
 			in.Unmatched++
 		} else {
@@ -221,6 +228,25 @@ func (rd *reader) read() {
 	if len(batch) > 0 {
 		send()
 	}
+}
+
+// keyed checks that a record with several keys has the key of each
+// policy of mask, as httplimit needs: a policy that applies and is
+// enforced, without its key, refuses the request (400) before any policy
+// counts it, and the line is skipped for that reason; a shadow one
+// without its key only leaves mask.
+func (rd *reader) keyed(mask uint64, keys []string) (uint64, string) {
+	for i, p := range rd.cfg.Policies {
+		bit := uint64(1) << i
+		if mask&bit == 0 || p.KeyIndex < len(keys) && keys[p.KeyIndex] != "" {
+			continue
+		}
+		if !p.Shadow {
+			return 0, fmt.Sprintf("no key for policy %q, which would refuse the request (400)", p.Name)
+		}
+		mask &^= bit
+	}
+	return mask, ""
 }
 
 func sourceSkipped(src Source) int64 {

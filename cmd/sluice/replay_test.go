@@ -290,6 +290,7 @@ func TestReplayKeysPoliciesAsTheirFileDoes(t *testing.T) {
 	byHeader := writeTemp(t, "h.yaml", []byte("policies:\n  - name: tenant\n    key: header:X-Tenant\n    rate: 5\n    period: 1s\n"))
 	mixed := writeTemp(t, "m.yaml", []byte("policies:\n  - name: ip\n    rate: 5\n    period: 1s\n  - name: tenant\n    key: header:X-Tenant\n    rate: 5\n    period: 1s\n"))
 	byClient := writeTemp(t, "c.yaml", []byte("policies:\n  - name: ip\n    rate: 5\n    period: 1s\n"))
+	oneHeaderTwoCases := writeTemp(t, "o.yaml", []byte("policies:\n  - name: a\n    key: header:X-Tenant\n    rate: 5\n    period: 1s\n  - name: b\n    key: header:x-tenant\n    rate: 5\n    period: 1s\n"))
 	twoHeaders := writeTemp(t, "t.yaml", []byte("policies:\n  - name: tenant\n    key: header:X-Tenant\n    rate: 5\n    period: 1s\n  - name: user\n    key: header:X-User\n    rate: 5\n    period: 1s\n"))
 	log := writeTemp(t, "a.jsonl", []byte(`{"time":"2026-11-24T09:00:00Z","remote_addr":"192.0.2.1","tenant":"acme","user":"ann"}`+"\n"))
 	for _, c := range []struct {
@@ -301,7 +302,12 @@ func TestReplayKeysPoliciesAsTheirFileDoes(t *testing.T) {
 		{[]string{"--policies", byHeader, "--key", "client", log}, 2, "give --key"},
 		{[]string{"--policies", mixed, log}, 2, `policy "tenant" keys by header:X-Tenant: give --key`},
 		{[]string{"--policies", mixed, "--key", "tenant", log}, 0, ""},
-		{[]string{"--policies", twoHeaders, "--key", "tenant", log}, 2, `policy "tenant" keys by header:X-Tenant, and other policies by other headers: give --key-of X-Tenant=FIELD`},
+		{[]string{"--policies", twoHeaders, "--key", "tenant", log}, 2, "--key tenant: several headers key the policies (X-Tenant, X-User): give --key-of HEADER=FIELD for each"},
+		{[]string{"--policies", twoHeaders, "--key-of", "X-Tenant=tenant", log}, 2, `policy "user" keys by header:X-User, and other policies by other headers: give --key-of X-User=FIELD`},
+		{[]string{"--policies", byHeader, "--key", "user", "--key-of", "X-Tenant=tenant", log}, 2, "--key user and --key-of X-Tenant=tenant: give one"},
+		{[]string{"--policies", byHeader, "--key-of", "X-Tenant=client", log}, 2, `"X-Tenant=client": client is the client address`},
+		{[]string{"--policies", oneHeaderTwoCases, "--key", "tenant", log}, 0, ""},
+		{[]string{"--policies", byHeader, "--key-of", "x-tenant=tenant", log}, 0, ""},
 		{[]string{"--policies", twoHeaders, "--key-of", "x-tenant=tenant", "--key-of", "X-User=user", log}, 0, ""},
 		{[]string{"--policies", mixed, "--key", "tenant", "--key-of", "X-Other=other", log}, 2, "--key-of X-Other: no policy keys by header:X-Other"},
 		{[]string{"--policies", mixed, "--key-of", "X-Tenant", log}, 2, `"X-Tenant": want HEADER=FIELD`},
@@ -322,22 +328,39 @@ func TestReplayKeysPoliciesAsTheirFileDoes(t *testing.T) {
 
 // TestReplayKeysEachPolicyByItsOwnKey: a file with a policy per client
 // address and one per tenant header replays both at once, each keyed by
-// its own: a tenant whose requests come from many addresses is denied
-// under its policy, and no address is.
+// its own, whichever comes first: a tenant whose requests come from many
+// addresses is denied under its policy, and no address is. Likewise two
+// policies keyed by two headers, each by its --key-of field.
 func TestReplayKeysEachPolicyByItsOwnKey(t *testing.T) {
-	mixed := writeTemp(t, "m.yaml", []byte("policies:\n  - name: ip\n    algorithm: fixedwindow\n    rate: 2\n    period: 1m\n  - name: tenant\n    key: header:X-Tenant\n    algorithm: fixedwindow\n    rate: 3\n    period: 1m\n"))
+	ip := "  - name: ip\n    algorithm: fixedwindow\n    rate: 2\n    period: 1m\n"
+	tenant := "  - name: tenant\n    key: header:X-Tenant\n    algorithm: fixedwindow\n    rate: 3\n    period: 1m\n"
+	user := "  - name: user\n    key: header:X-User\n    algorithm: fixedwindow\n    rate: 1\n    period: 1m\n"
 	var b strings.Builder
-	for i := range 5 { // five addresses, one tenant, in one minute
-		fmt.Fprintf(&b, `{"time":"2026-11-24T09:00:%02dZ","remote_addr":"192.0.2.%d","tenant":"acme"}`+"\n", i, i+1)
+	for i := range 5 { // five addresses and users, one tenant, in one minute
+		fmt.Fprintf(&b, `{"time":"2026-11-24T09:00:%02dZ","remote_addr":"192.0.2.%d","tenant":"acme","user":"u%d"}`+"\n", i, i+1, i)
 	}
 	log := writeTemp(t, "a.jsonl", []byte(b.String()))
-	code, out, stderr := replayCLI(t, "", "--policies", mixed, "--key", "tenant", "--algorithms", "fixedwindow", "--json", "-", log)
-	require.Equal(t, 0, code, stderr)
-	denied := map[string]int64{}
-	for _, r := range decodeReport(t, out).Results {
-		denied[r.Policy] = r.Denied
+	for _, c := range []struct {
+		policies string
+		keys     []string
+		want     map[string]int64
+	}{
+		{ip + tenant, []string{"--key", "tenant"}, map[string]int64{"ip": 0, "tenant": 2}},
+		{tenant + ip, []string{"--key", "tenant"}, map[string]int64{"ip": 0, "tenant": 2}},
+		// Each user's one request is allowed: keyed by the tenant, the
+		// user policy would deny all but the first.
+		{tenant + user, []string{"--key-of", "X-Tenant=tenant", "--key-of", "X-User=user"}, map[string]int64{"tenant": 2, "user": 0}},
+	} {
+		file := writeTemp(t, "p.yaml", []byte("policies:\n"+c.policies))
+		args := append(append([]string{"--policies", file}, c.keys...), "--algorithms", "fixedwindow", "--json", "-", log)
+		code, out, stderr := replayCLI(t, "", args...)
+		require.Equal(t, 0, code, stderr)
+		denied := map[string]int64{}
+		for _, r := range decodeReport(t, out).Results {
+			denied[r.Policy] = r.Denied
+		}
+		require.Equal(t, c.want, denied, c.policies)
 	}
-	require.Equal(t, map[string]int64{"ip": 0, "tenant": 2}, denied)
 }
 
 func TestReplayRefusesAnUnreadableLog(t *testing.T) {

@@ -17,14 +17,10 @@ import (
 // reader's keys, one per way the policies are keyed, in the order of the
 // first policy keyed so ("client" for the client address).
 func keyPolicies(policies []replay.Policy, key string, keySet bool, keyOf map[string]string) ([]string, error) {
-	var headers []string         // the headers that key policies, in order
-	first := map[string]string{} // KeyedBy -> the first policy keyed so
+	var headers []string // the headers that key policies, in order
 	for _, p := range policies {
-		if _, seen := first[p.KeyedBy]; !seen {
-			first[p.KeyedBy] = p.Name
-			if h, ok := strings.CutPrefix(p.KeyedBy, "header:"); ok {
-				headers = append(headers, http.CanonicalHeaderKey(h))
-			}
+		if h, ok := strings.CutPrefix(p.KeyedBy, "header:"); ok && !slices.Contains(headers, http.CanonicalHeaderKey(h)) {
+			headers = append(headers, http.CanonicalHeaderKey(h))
 		}
 	}
 	for h := range keyOf {
@@ -32,9 +28,14 @@ func keyPolicies(policies []replay.Policy, key string, keySet bool, keyOf map[st
 			return nil, fmt.Errorf("--key-of %s: no policy keys by header:%s", h, h)
 		}
 	}
-	if len(headers) == 0 && keySet && key != "client" {
-		for _, p := range policies {
-			return nil, fmt.Errorf("policy %q keys by client address, but --key %s keys by a logged field: leave --key out", p.Name, key)
+	if keySet && key != "client" {
+		switch {
+		case len(headers) == 0 && len(policies) > 0:
+			return nil, fmt.Errorf("policy %q keys by client address, but --key %s keys by a logged field: leave --key out", policies[0].Name, key)
+		case len(headers) == 1 && keyOf[headers[0]] != "":
+			return nil, fmt.Errorf("--key %s and --key-of %s=%s: give one", key, headers[0], keyOf[headers[0]])
+		case len(headers) > 1:
+			return nil, fmt.Errorf("--key %s: several headers key the policies (%s): give --key-of HEADER=FIELD for each", key, strings.Join(headers, ", "))
 		}
 	}
 	fieldOf := func(header, policy string) (string, error) {
@@ -78,6 +79,9 @@ func (k keyOfFlag) Set(v string) error {
 	h, f = strings.TrimSpace(h), strings.TrimSpace(f)
 	if !ok || h == "" || f == "" {
 		return fmt.Errorf("%q: want HEADER=FIELD, such as X-Tenant=tenant", v)
+	}
+	if f == "client" {
+		return fmt.Errorf("%q: client is the client address, which keys no header", v)
 	}
 	h = http.CanonicalHeaderKey(h)
 	if _, dup := k[h]; dup {

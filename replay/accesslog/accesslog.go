@@ -32,8 +32,9 @@ const MaxLineBytes = 64 << 10
 type Record struct {
 	Time time.Time
 	Key  string // the rate-limiting key, as httplimit derives it
-	// Keys, with Options.KeysFrom, are the record's keys, one per entry
-	// in its order (Key is Keys[0]); nil otherwise.
+	// Keys, with two or more Options.KeysFrom, are the record's keys,
+	// one per entry in its order (Key is Keys[0]), "" for one the line
+	// lacks; nil otherwise.
 	Keys   []string
 	Route  string // a logged route (JSON and CSV only), or ""
 	Method string // "" if not logged
@@ -147,8 +148,10 @@ type Options struct {
 	// KeysFrom, when not empty, keys every record several ways, as many
 	// policies keyed differently (by client address, by a tenant's
 	// header) need: one key per entry, each chosen as KeyFrom chooses,
-	// in Record.Keys; KeyFrom is then ignored. A line missing any of
-	// them is skipped.
+	// in Record.Keys; KeyFrom is then ignored. With two or more, a key a
+	// line lacks (an empty or missing value, a client address that is
+	// none) is "" and the line is kept: whether a request without it
+	// counts depends on the policies. With one, such a line is skipped.
 	KeysFrom []string
 	// MaxLineErrors is how many LineErrors Skipped keeps (all are
 	// counted); 0 means 100, a negative value none.
@@ -361,7 +364,8 @@ func (rd *Reader) skip(reason string) {
 }
 
 // recordKeys returns a record's key and, with several, its keys, each
-// chosen by keyOf from its spec, or the reason for skipping the line.
+// chosen by keyOf from its spec ("" for one keyOf gives a reason
+// against), or, with one, the reason for skipping the line.
 func (rd *Reader) recordKeys(keyOf func(keySpec) (key, reason string)) (key string, keys []string, reason string) {
 	if len(rd.keySpecs) == 1 {
 		key, reason = keyOf(rd.keySpecs[0])
@@ -369,8 +373,8 @@ func (rd *Reader) recordKeys(keyOf func(keySpec) (key, reason string)) (key stri
 	}
 	keys = make([]string, len(rd.keySpecs))
 	for i, spec := range rd.keySpecs {
-		if keys[i], reason = keyOf(spec); reason != "" {
-			return "", nil, reason
+		if k, reason := keyOf(spec); reason == "" {
+			keys[i] = k
 		}
 	}
 	return keys[0], keys, ""
