@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -63,26 +62,7 @@ func launchEnvoy(t *testing.T, env ...string) *proc {
 	p.cmd = exec.Command(binary)
 	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOST=127.0.0.1", "PORT=0", "GRPC_HOST=127.0.0.1", "GRPC_PORT=0",
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT=0", "PROMETHEUS_ADDR=127.0.0.1:0", "LOG_LEVEL=info", envoyPollEnv + "=20ms"}, env...)
-	stderr, err := p.cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		s := bufio.NewScanner(stderr)
-		for s.Scan() {
-			p.mu.Lock()
-			p.log.WriteString(s.Text() + "\n")
-			p.mu.Unlock()
-		}
-		err := p.cmd.Wait()
-		if exit, ok := err.(*exec.ExitError); ok {
-			p.exitCode = exit.ExitCode()
-		}
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	})
+	p.start(t)
 	return p
 }
 

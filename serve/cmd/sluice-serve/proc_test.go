@@ -98,6 +98,14 @@ func launch(t *testing.T, config string, args ...string) *proc {
 	require.NoError(t, os.WriteFile(path, []byte(config), 0o600))
 	p := &proc{config: path, exited: make(chan struct{})}
 	p.cmd = exec.Command(binary, append([]string{"--config", path, "--grpc", freeAddr(t), "--http", freeAddr(t)}, args...)...)
+	p.start(t)
+	return p
+}
+
+// start starts p.cmd, gathers its standard error in p.log and its exit
+// code in p.exitCode (closing p.exited), and kills it at the end of t.
+func (p *proc) start(t *testing.T) {
+	t.Helper()
 	stderr, err := p.cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, p.cmd.Start())
@@ -108,9 +116,7 @@ func launch(t *testing.T, config string, args ...string) *proc {
 			p.log.WriteString(s.Text() + "\n")
 			p.mu.Unlock()
 		}
-		err := p.cmd.Wait()
-		p.exitCode = 0
-		if exit, ok := err.(*exec.ExitError); ok {
+		if exit, ok := p.cmd.Wait().(*exec.ExitError); ok {
 			p.exitCode = exit.ExitCode()
 		}
 		close(p.exited)
@@ -119,7 +125,6 @@ func launch(t *testing.T, config string, args ...string) *proc {
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 	})
-	return p
 }
 
 func (p *proc) wait(t *testing.T) int {
